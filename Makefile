@@ -1,0 +1,89 @@
+# rs-controller build. Every folder under bin/ is one tool; libcommon/ is the
+# library they share. Sources are discovered, so adding a file needs no edit.
+
+PREFIX  ?= /usr/local
+BUILD   ?= build
+CC      ?= cc
+PKGS     = libcurl libcjson yaml-0.1
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+ifdef CI
+WARN    += -Werror
+endif
+ifdef WERROR
+WARN    += -Werror
+endif
+OPT     ?= -O2 -g
+SAN     ?=
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Ilibcommon $(PKG_CFLAGS)
+LDLIBS  += $(PKG_LIBS) -lpthread -lm
+LDFLAGS += $(SAN)
+
+TOOLS    := $(notdir $(patsubst %/,%,$(wildcard bin/*/)))
+LIB_SRC  := $(wildcard libcommon/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+LIB      := $(BUILD)/libcommon.a
+BINS     := $(TOOLS:%=$(BUILD)/bin/%)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
+TTOOL_SRC:= $(wildcard tests/tools/*.c)
+TTOOLS   := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/test/%)
+MANS     := $(wildcard doc/*.[1-8])
+
+.PHONY: all deps check-deps asan test test-unit test-shell install clean demo bench soak fuzz
+all: check-deps $(BINS) $(TTOOLS)
+
+deps:
+	@sh tests/deps.sh install
+
+check-deps:
+	@sh tests/deps.sh check
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+define tool_rule
+$(BUILD)/bin/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard bin/$(1)/*.c)) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+$(BUILD)/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(BUILD)/test/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+
+test: all $(UNITS)
+	@sh tests/run-all.sh
+
+test-unit: all $(UNITS)
+	@sh tests/run-all.sh unit
+
+test-shell: all
+	@sh tests/run-all.sh shell
+
+bench: all
+	@sh bench/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MANS); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+
+clean:
+	rm -rf build build-asan
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

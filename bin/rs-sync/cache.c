@@ -1,0 +1,506 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "clock.h"
+#include "json.h"
+
+#define DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
+
+void
+cache_init(struct cache *c, const struct kind *k)
+{
+	memset(c, 0, sizeof *c);
+	c->kind = k;
+}
+
+static double
+json_time(const cJSON *o, const char *a, const char *b)
+{
+	const char *s = rs_json_str(o, a, b, NULL);
+	double t;
+
+	if (s == NULL || rs_parse_rfc3339(s, &t) < 0)
+		return 0;
+	return t;
+}
+
+/* metav1.GetControllerOf: the first ownerReference with controller: true. */
+static const cJSON *
+controller_ref(const cJSON *obj)
+{
+	const cJSON *refs = rs_json_get(obj, "metadata", "ownerReferences", NULL);
+	const cJSON *r;
+
+	cJSON_ArrayForEach(r, refs) {
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
+			return r;
+	}
+	return NULL;
+}
+
+/* Copies strs[0..n) after each other into dst; out[i] points at each. */
+static void
+pack(char *dst, const char **strs, const char **out[], int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (strs[i] == NULL) {
+			*out[i] = NULL;
+			continue;
+		}
+		size_t l = strlen(strs[i]) + 1;
+		memcpy(dst, strs[i], l);
+		*out[i] = dst;
+		dst += l;
+	}
+}
+
+static size_t
+packed_size(const char **strs, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		if (strs[i])
+			t += strlen(strs[i]) + 1;
+	return t;
+}
+
+/* helper.GetDeletionCostFromPodAnnotations: an int32, 0 when absent or bad. */
+static int32_t
+deletion_cost(const cJSON *obj)
+{
+	const char *s = rs_json_str(obj, "metadata", "annotations", DELETION_COST, NULL);
+	char *end;
+	long long v;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	v = strtoll(s, &end, 10);
+	if (*end != '\0' || v < INT32_MIN || v > INT32_MAX)
+		return 0;
+	return (int32_t)v;
+}
+
+static void
+pod_status(struct pod *p, const cJSON *obj)
+{
+	const char *phase = rs_json_str(obj, "status", "phase", NULL);
+	const cJSON *c;
+
+	p->phase_rank = 0;
+	if (phase && strcmp(phase, "Unknown") == 0)
+		p->phase_rank = 1;
+	else if (phase && strcmp(phase, "Running") == 0)
+		p->phase_rank = 2;
+	p->terminal = phase && (strcmp(phase, "Succeeded") == 0 ||
+	    strcmp(phase, "Failed") == 0);
+	cJSON_ArrayForEach(c, rs_json_get(obj, "status", "conditions", NULL)) {
+		const char *t = rs_json_str(c, "type", NULL);
+		const char *s = rs_json_str(c, "status", NULL);
+
+		if (t && strcmp(t, "Ready") == 0) {
+			p->ready = s && strcmp(s, "True") == 0;
+			if (p->ready)
+				p->ready_since = json_time(c, "lastTransitionTime", NULL);
+			break;
+		}
+	}
+	cJSON_ArrayForEach(c, rs_json_get(obj, "status", "containerStatuses", NULL)) {
+		long long n = rs_json_int(c, 0, "restartCount", NULL);
+
+		if (n > p->restarts)
+			p->restarts = (int32_t)n;
+	}
+}
+
+rs_code
+pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len)
+{
+	const char *ns = rs_json_str(obj, "metadata", "namespace", NULL);
+	const char *name = rs_json_str(obj, "metadata", "name", NULL);
+	const cJSON *ref = controller_ref(obj);
+	char key[512];
+	struct pod *p;
+	rs_code rc;
+
+	if (ns == NULL || name == NULL) {
+		snprintf(why, len, "pod without metadata.namespace or metadata.name");
+		return RS_EPARSE;
+	}
+	if ((size_t)snprintf(key, sizeof key, "%s/%s", ns, name) >= sizeof key) {
+		snprintf(why, len, "pod key too long");
+		return RS_EPARSE;
+	}
+	const char *node = rs_json_str(obj, "spec", "nodeName", NULL);
+	const char *strs[] = {
+		key, ns, name,
+		rs_json_str(obj, "metadata", "uid", NULL),
+		rs_json_str(obj, "metadata", "resourceVersion", NULL),
+		ref ? rs_json_str(ref, "kind", NULL) : NULL,
+		ref ? rs_json_str(ref, "name", NULL) : NULL,
+		ref ? rs_json_str(ref, "uid", NULL) : NULL,
+		node ? node : "",
+	};
+	int n = sizeof strs / sizeof strs[0];
+	if (strs[3] == NULL)
+		strs[3] = "";
+	if (strs[4] == NULL)
+		strs[4] = "";
+	if ((p = calloc(1, sizeof *p + packed_size(strs, n))) == NULL)
+		return RS_ENOMEM;
+	const char **dst[] = { &p->key, &p->ns, &p->name, &p->uid, &p->rv,
+	    &p->ctrl_kind, &p->ctrl_name, &p->ctrl_uid, &p->node };
+	pack(p->strings, strs, dst, n);
+	if (ref && (p->ctrl_uid == NULL || p->ctrl_kind == NULL ||
+	    p->ctrl_name == NULL))
+		p->ctrl_uid = p->ctrl_kind = p->ctrl_name = NULL;
+	rc = rs_labels_from_json(rs_json_get(obj, "metadata", "labels", NULL),
+	    &p->labels, why, len);
+	if (rc != RS_OK) {
+		free(p);
+		return rc;
+	}
+	p->created = json_time(obj, "metadata", "creationTimestamp");
+	p->deleted = json_time(obj, "metadata", "deletionTimestamp");
+	if (p->deleted == 0 && rs_json_get(obj, "metadata", "deletionTimestamp", NULL))
+		p->deleted = 1;  /* present but unparsable: still being deleted */
+	p->cost = deletion_cost(obj);
+	pod_status(p, obj);
+	*out = p;
+	return RS_OK;
+}
+
+void
+pod_free(struct pod *p)
+{
+	if (p == NULL)
+		return;
+	rs_labels_free(p->labels);
+	free(p);
+}
+
+static rs_code
+ctrl_selector(const struct kind *k, struct ctrl *r, char *why, size_t len)
+{
+	const cJSON *s = rs_json_get(r->obj, "spec", "selector", NULL);
+
+	if (k->map_selector)
+		return rs_selector_from_map(s, &r->sel, why, len);
+	return rs_selector_from_label_selector(s, &r->sel, why, len);
+}
+
+rs_code
+ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
+    size_t len)
+{
+	const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
+	const char *name = rs_json_str(take, "metadata", "name", NULL);
+	const cJSON *ref = controller_ref(take);
+	char key[512];
+	struct ctrl *r;
+	rs_code rc;
+
+	if (ns == NULL || name == NULL) {
+		snprintf(why, len, "%s without metadata.namespace or metadata.name",
+		    k->kind);
+		cJSON_Delete(take);
+		return RS_EPARSE;
+	}
+	snprintf(key, sizeof key, "%s/%s", ns, name);
+	const char *strs[] = {
+		key, ns, name,
+		rs_json_str(take, "metadata", "uid", NULL),
+		rs_json_str(take, "metadata", "resourceVersion", NULL),
+		ref ? rs_json_str(ref, "uid", NULL) : NULL,
+	};
+	int n = sizeof strs / sizeof strs[0];
+	if (strs[3] == NULL)
+		strs[3] = "";
+	if (strs[4] == NULL)
+		strs[4] = "";
+	if ((r = calloc(1, sizeof *r + packed_size(strs, n))) == NULL) {
+		cJSON_Delete(take);
+		return RS_ENOMEM;
+	}
+	const char **dst[] = { &r->key, &r->ns, &r->name, &r->uid, &r->rv,
+	    &r->owner_uid };
+	pack(r->strings, strs, dst, n);
+	cJSON_DeleteItemFromObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
+	r->obj = take;
+	r->generation = rs_json_int(take, 0, "metadata", "generation", NULL);
+	r->deleting = rs_json_get(take, "metadata", "deletionTimestamp", NULL) != NULL &&
+	    !cJSON_IsNull(rs_json_get(take, "metadata", "deletionTimestamp", NULL));
+	r->replicas = (int32_t)rs_json_int(take, 1, "spec", "replicas", NULL);
+	r->min_ready = (int32_t)rs_json_int(take, 0, "spec", "minReadySeconds", NULL);
+	rc = rs_labels_from_json(rs_json_get(take, "spec", "template", "metadata",
+	    "labels", NULL), &r->tmpl_labels, why, len);
+	if (rc == RS_OK && ctrl_selector(k, r, why, len) != RS_OK)
+		r->sel = NULL;  /* kept: upstream skips the sync, not the object */
+	if (rc != RS_OK) {
+		ctrl_free(r);
+		return rc;
+	}
+	*out = r;
+	return RS_OK;
+}
+
+void
+ctrl_free(struct ctrl *r)
+{
+	if (r == NULL)
+		return;
+	rs_selector_free(r->sel);
+	rs_labels_free(r->tmpl_labels);
+	cJSON_Delete(r->obj);
+	free(r);
+}
+
+/* Finds or creates the podlist of id in m. */
+static struct podlist *
+podlist_get(struct rs_strmap *m, const char *id)
+{
+	struct podlist *l = rs_strmap_get(m, id);
+
+	if (l != NULL)
+		return l;
+	size_t n = strlen(id) + 1;
+	if ((l = calloc(1, sizeof *l + n)) == NULL)
+		return NULL;
+	memcpy(l->id, id, n);
+	if (rs_strmap_put(m, l->id, l, NULL) != RS_OK) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+static void
+podlist_unlink(struct rs_strmap *m, struct pod *p)
+{
+	struct podlist *l = p->list;
+
+	if (l == NULL)
+		return;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		l->head = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->next = p->prev = NULL;
+	p->list = NULL;
+	if (--l->n == 0) {
+		rs_strmap_del(m, l->id);
+		free(l);
+	}
+}
+
+static rs_code
+pod_link(struct cache *c, struct pod *p)
+{
+	struct podlist *l = p->ctrl_uid ? podlist_get(&c->owned, p->ctrl_uid)
+	    : podlist_get(&c->orphans, p->ns);
+
+	if (l == NULL)
+		return RS_ENOMEM;
+	p->next = l->head;
+	p->prev = NULL;
+	if (l->head)
+		l->head->prev = p;
+	l->head = p;
+	l->n++;
+	p->list = l;
+	return RS_OK;
+}
+
+static void
+pod_unlink(struct cache *c, struct pod *p)
+{
+	podlist_unlink(p->ctrl_uid ? &c->owned : &c->orphans, p);
+}
+
+rs_code
+cache_put_pod(struct cache *c, struct pod *p, struct pod **old)
+{
+	void *prev;
+	rs_code rc;
+
+	if ((rc = rs_strmap_put(&c->pods, p->key, p, &prev)) != RS_OK)
+		return rc;
+	*old = prev;
+	if (prev)
+		pod_unlink(c, prev);
+	return pod_link(c, p);
+}
+
+struct pod *
+cache_del_pod(struct cache *c, const char *key)
+{
+	struct pod *p = rs_strmap_del(&c->pods, key);
+
+	if (p)
+		pod_unlink(c, p);
+	return p;
+}
+
+static struct ctrl_group *
+group_get(struct rs_strmap *m, const char *id)
+{
+	struct ctrl_group *g = rs_strmap_get(m, id);
+
+	if (g != NULL)
+		return g;
+	size_t n = strlen(id) + 1;
+	if ((g = calloc(1, sizeof *g + n)) == NULL)
+		return NULL;
+	memcpy(g->id, id, n);
+	if (rs_strmap_put(m, g->id, g, NULL) != RS_OK) {
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+static void
+ctrl_unlink(struct cache *c, struct ctrl *r)
+{
+	struct ctrl_group *g = rs_strmap_get(&c->ctrl_ns, r->ns);
+
+	if (g) {
+		if (r->ns_prev)
+			r->ns_prev->ns_next = r->ns_next;
+		else
+			g->head = r->ns_next;
+		if (r->ns_next)
+			r->ns_next->ns_prev = r->ns_prev;
+		if (g->head == NULL) {
+			rs_strmap_del(&c->ctrl_ns, g->id);
+			free(g);
+		}
+	}
+	if (r->owner_uid && (g = rs_strmap_get(&c->ctrl_sib, r->owner_uid))) {
+		if (r->sib_prev)
+			r->sib_prev->sib_next = r->sib_next;
+		else
+			g->head = r->sib_next;
+		if (r->sib_next)
+			r->sib_next->sib_prev = r->sib_prev;
+		if (g->head == NULL) {
+			rs_strmap_del(&c->ctrl_sib, g->id);
+			free(g);
+		}
+	}
+	r->ns_next = r->ns_prev = r->sib_next = r->sib_prev = NULL;
+}
+
+static rs_code
+ctrl_link(struct cache *c, struct ctrl *r)
+{
+	struct ctrl_group *g = group_get(&c->ctrl_ns, r->ns);
+
+	if (g == NULL)
+		return RS_ENOMEM;
+	r->ns_next = g->head;
+	if (g->head)
+		g->head->ns_prev = r;
+	g->head = r;
+	if (r->owner_uid) {
+		if ((g = group_get(&c->ctrl_sib, r->owner_uid)) == NULL)
+			return RS_ENOMEM;
+		r->sib_next = g->head;
+		if (g->head)
+			g->head->sib_prev = r;
+		g->head = r;
+	}
+	return RS_OK;
+}
+
+rs_code
+cache_put_ctrl(struct cache *c, struct ctrl *r, struct ctrl **old)
+{
+	void *prev;
+	rs_code rc;
+
+	if ((rc = rs_strmap_put(&c->ctrls, r->key, r, &prev)) != RS_OK)
+		return rc;
+	*old = prev;
+	if (prev)
+		ctrl_unlink(c, prev);
+	return ctrl_link(c, r);
+}
+
+struct ctrl *
+cache_del_ctrl(struct cache *c, const char *key)
+{
+	struct ctrl *r = rs_strmap_del(&c->ctrls, key);
+
+	if (r)
+		ctrl_unlink(c, r);
+	return r;
+}
+
+struct pod *cache_pod(const struct cache *c, const char *key) { return rs_strmap_get(&c->pods, key); }
+struct ctrl *cache_ctrl(const struct cache *c, const char *key) { return rs_strmap_get(&c->ctrls, key); }
+const struct podlist *cache_owned(const struct cache *c, const char *uid) { return rs_strmap_get(&c->owned, uid); }
+const struct podlist *cache_orphans(const struct cache *c, const char *ns) { return rs_strmap_get(&c->orphans, ns); }
+const struct ctrl_group *cache_ns_ctrls(const struct cache *c, const char *ns) { return rs_strmap_get(&c->ctrl_ns, ns); }
+const struct ctrl_group *cache_siblings(const struct cache *c, const char *uid) { return rs_strmap_get(&c->ctrl_sib, uid); }
+
+struct ctrl *
+cache_ctrl_nsname(const struct cache *c, const char *ns, const char *name)
+{
+	char key[512];
+
+	snprintf(key, sizeof key, "%s/%s", ns, name);
+	return cache_ctrl(c, key);
+}
+
+int
+pod_active(const struct pod *p)
+{
+	return !p->terminal && p->deleted == 0;
+}
+
+int
+pod_available(const struct pod *p, int32_t min_ready, double now)
+{
+	if (!p->ready)
+		return 0;
+	if (min_ready == 0)
+		return 1;
+	return p->ready_since != 0 && p->ready_since + min_ready < now;
+}
+
+void
+cache_free(struct cache *c)
+{
+	size_t i = 0;
+	void *v;
+
+	while (rs_strmap_next(&c->pods, &i, NULL, &v))
+		pod_free(v);
+	i = 0;
+	while (rs_strmap_next(&c->owned, &i, NULL, &v))
+		free(v);
+	i = 0;
+	while (rs_strmap_next(&c->orphans, &i, NULL, &v))
+		free(v);
+	i = 0;
+	while (rs_strmap_next(&c->ctrls, &i, NULL, &v))
+		ctrl_free(v);
+	i = 0;
+	while (rs_strmap_next(&c->ctrl_ns, &i, NULL, &v))
+		free(v);
+	i = 0;
+	while (rs_strmap_next(&c->ctrl_sib, &i, NULL, &v))
+		free(v);
+	rs_strmap_free(&c->pods);
+	rs_strmap_free(&c->owned);
+	rs_strmap_free(&c->orphans);
+	rs_strmap_free(&c->ctrls);
+	rs_strmap_free(&c->ctrl_ns);
+	rs_strmap_free(&c->ctrl_sib);
+}

@@ -1,0 +1,111 @@
+/* cache.h: rs-sync's informer cache. It keeps, for pods, only what the
+ * controller reads, and for controllers (ReplicaSets or
+ * ReplicationControllers) the whole object, since status writes and pod
+ * templates need it. Indexes make a sync cost what the controller owns plus
+ * the orphans of its namespace:
+ *   pods by key; pods by controllerRef UID; orphan pods by namespace;
+ *   controllers by key; controllers by namespace; controllers by their own
+ *   controllerRef UID (siblings under one Deployment, for ranking). */
+#ifndef RS_SYNC_CACHE_H
+#define RS_SYNC_CACHE_H
+
+#include <stdint.h>
+#include <cJSON.h>
+
+#include "code.h"
+#include "kind.h"
+#include "labels.h"
+#include "selector.h"
+#include "strmap.h"
+
+struct podlist;
+
+struct pod {
+	struct pod *next, *prev;       /* in list */
+	struct podlist *list;          /* owner's list, or namespace orphans */
+	const char *key;               /* namespace/name */
+	const char *ns, *name, *uid, *rv;
+	const char *ctrl_kind, *ctrl_name, *ctrl_uid;  /* controllerRef, or NULL */
+	const char *node;              /* spec.nodeName, "" when unassigned */
+	struct rs_labels *labels;
+	double created;                /* creationTimestamp, 0 when absent */
+	double deleted;                /* deletionTimestamp, 0 when absent */
+	double ready_since;            /* Ready condition's lastTransitionTime */
+	int32_t cost;                  /* controller.kubernetes.io/pod-deletion-cost */
+	int32_t restarts;              /* max restartCount of its containers */
+	uint8_t phase_rank;            /* Pending or other 0, Unknown 1, Running 2 */
+	uint8_t terminal;              /* Succeeded or Failed */
+	uint8_t ready;                 /* condition Ready is True */
+	char strings[];
+};
+
+struct podlist {
+	struct pod *head;
+	size_t n;
+	char id[];                     /* controller UID or namespace */
+};
+
+struct ctrl {
+	struct ctrl *ns_next, *ns_prev;
+	struct ctrl *sib_next, *sib_prev;
+	const char *key, *ns, *name, *uid, *rv;
+	const char *owner_uid;         /* its own controllerRef's UID, or NULL */
+	long long generation;
+	int deleting;                  /* has a deletionTimestamp */
+	int32_t replicas;              /* spec.replicas (default 1) */
+	int32_t min_ready;             /* spec.minReadySeconds */
+	struct rs_selector *sel;       /* NULL when the selector is invalid */
+	struct rs_labels *tmpl_labels; /* spec.template.metadata.labels */
+	cJSON *obj;                    /* the object, managedFields removed */
+	char strings[];
+};
+
+struct ctrl_group {                /* a list of controllers */
+	struct ctrl *head;
+	char id[];
+};
+
+struct cache {
+	const struct kind *kind;
+	struct rs_strmap pods;         /* key -> pod */
+	struct rs_strmap owned;        /* controller UID -> podlist */
+	struct rs_strmap orphans;      /* namespace -> podlist */
+	struct rs_strmap ctrls;        /* key -> ctrl */
+	struct rs_strmap ctrl_ns;      /* namespace -> ctrl_group */
+	struct rs_strmap ctrl_sib;     /* owner UID -> ctrl_group */
+};
+
+void cache_init(struct cache *c, const struct kind *k);
+void cache_free(struct cache *c);
+
+/* Decode an object from the API into a cache entry (not yet inserted).
+ * RS_EPARSE with why filled for an object the controller cannot use. */
+rs_code pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len);
+rs_code ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out,
+    char *why, size_t len);
+void pod_free(struct pod *p);
+void ctrl_free(struct ctrl *r);
+
+/* Insert, replacing an entry with the same key; *old receives the one
+ * replaced (caller frees it after the handlers compared old and new). */
+rs_code cache_put_pod(struct cache *c, struct pod *p, struct pod **old);
+struct pod *cache_del_pod(struct cache *c, const char *key);
+rs_code cache_put_ctrl(struct cache *c, struct ctrl *r, struct ctrl **old);
+struct ctrl *cache_del_ctrl(struct cache *c, const char *key);
+
+struct pod *cache_pod(const struct cache *c, const char *key);
+struct ctrl *cache_ctrl(const struct cache *c, const char *key);
+struct ctrl *cache_ctrl_nsname(const struct cache *c, const char *ns,
+    const char *name);
+/* Pods whose controllerRef UID is uid; orphans of a namespace. */
+const struct podlist *cache_owned(const struct cache *c, const char *uid);
+const struct podlist *cache_orphans(const struct cache *c, const char *ns);
+const struct ctrl_group *cache_ns_ctrls(const struct cache *c, const char *ns);
+const struct ctrl_group *cache_siblings(const struct cache *c, const char *uid);
+
+/* podutil.IsPodAvailable: ready, and ready for more than min_ready s. */
+int pod_available(const struct pod *p, int32_t min_ready, double now);
+/* controller.IsPodActive: not Succeeded/Failed, no deletionTimestamp. */
+int pod_active(const struct pod *p);
+
+#endif

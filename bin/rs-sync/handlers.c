@@ -1,0 +1,290 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "json.h"
+#include "log.h"
+
+/* resolveControllerRef: the controller a pod's controllerRef names, if it
+ * is of our kind, in the cache, and the same incarnation (UID). */
+static struct ctrl *
+resolve(struct sync *s, const char *ns, const char *kind, const char *name,
+    const char *uid)
+{
+	struct ctrl *r;
+
+	if (kind == NULL || strcmp(kind, s->kind->kind) != 0)
+		return NULL;
+	r = cache_ctrl_nsname(&s->cache, ns, name);
+	if (r == NULL || strcmp(r->uid, uid) != 0)
+		return NULL;
+	return r;
+}
+
+static struct ctrl *
+pod_owner(struct sync *s, const struct pod *p)
+{
+	if (p->ctrl_uid == NULL)
+		return NULL;
+	return resolve(s, p->ns, p->ctrl_kind, p->ctrl_name, p->ctrl_uid);
+}
+
+static void
+exp_warn(rs_code rc, const char *what, const char *key)
+{
+	if (rc != RS_OK)
+		rs_warn("unable to %s for %s: %s", what, key, rs_strerror(rc));
+}
+
+/* getPodReplicaSets: every controller of the namespace whose selector
+ * matches; a nil or empty selector matches nothing here. */
+static void
+enqueue_matching(struct sync *s, const struct pod *p)
+{
+	const struct ctrl_group *g = cache_ns_ctrls(&s->cache, p->ns);
+	int n = 0;
+
+	for (struct ctrl *r = g ? g->head : NULL; r; r = r->ns_next) {
+		if (r->sel == NULL || rs_selector_is_empty(r->sel) ||
+		    !rs_selector_matches(r->sel, p->labels))
+			continue;
+		sync_enqueue(s, r->key, 0);
+		n++;
+	}
+	if (n > 1)
+		rs_info(2, "orphan pod %s matches %d %ss: user error", p->key, n,
+		    s->kind->kind);
+}
+
+static void
+delete_pod(struct sync *s, const struct pod *p)
+{
+	struct ctrl *r = pod_owner(s, p);
+
+	if (r == NULL)
+		return;
+	rs_info(4, "pod %s deleted, observed by %s", p->key, r->key);
+	exp_warn(rs_exp_deletion_observed(s->exp, r->key, p->key),
+	    "observe a deletion", r->key);
+	sync_enqueue(s, r->key, 0);
+}
+
+static void
+add_pod(struct sync *s, const struct pod *p)
+{
+	struct ctrl *r;
+
+	if (p->deleted) {
+		/* a restarted controller can see a pod already being deleted */
+		delete_pod(s, p);
+		return;
+	}
+	if (p->ctrl_uid != NULL) {
+		if ((r = pod_owner(s, p)) == NULL)
+			return;
+		rs_info(4, "pod %s created, observed by %s", p->key, r->key);
+		exp_warn(rs_exp_creation_observed(s->exp, r->key),
+		    "observe a creation", r->key);
+		sync_enqueue(s, r->key, 0);
+		return;
+	}
+	enqueue_matching(s, p);
+}
+
+static int
+same_ref(const struct pod *a, const struct pod *b)
+{
+	if (a->ctrl_uid == NULL || b->ctrl_uid == NULL)
+		return a->ctrl_uid == b->ctrl_uid;
+	return strcmp(a->ctrl_uid, b->ctrl_uid) == 0 &&
+	    strcmp(a->ctrl_kind, b->ctrl_kind) == 0 &&
+	    strcmp(a->ctrl_name, b->ctrl_name) == 0;
+}
+
+static void
+update_pod(struct sync *s, const struct pod *old, const struct pod *cur)
+{
+	int labels_changed, ref_changed;
+	struct ctrl *r;
+
+	if (strcmp(old->rv, cur->rv) == 0)
+		return;  /* a resync or snapshot: nothing changed */
+	labels_changed = !rs_labels_equal(old->labels, cur->labels);
+	if (cur->deleted) {
+		/* act on the deletionTimestamp, not on the final delete */
+		delete_pod(s, cur);
+		if (labels_changed)
+			delete_pod(s, old);
+		return;
+	}
+	ref_changed = !same_ref(old, cur);
+	if (ref_changed && old->ctrl_uid && (r = pod_owner(s, old)))
+		sync_enqueue(s, r->key, 0);
+	if (cur->ctrl_uid) {
+		if ((r = pod_owner(s, cur)) == NULL)
+			return;
+		sync_enqueue(s, r->key, 0);
+		/* availability is a matter of time: look again once it passed */
+		if (!old->ready && cur->ready && r->min_ready > 0)
+			sync_enqueue(s, r->key, r->min_ready + 1.0);
+		return;
+	}
+	if (labels_changed || ref_changed)
+		enqueue_matching(s, cur);
+}
+
+static void
+delete_ctrl(struct sync *s, const char *key)
+{
+	exp_warn(rs_exp_delete(s->exp, key), "delete expectations", key);
+	sync_enqueue(s, key, 0);
+}
+
+static rs_code
+event_pod(struct sync *s, const char *type, const cJSON *obj, int unknown)
+{
+	char why[256];
+	struct pod *p, *old = NULL;
+	rs_code rc;
+
+	if (strcmp(type, "DELETED") == 0) {
+		const char *ns = rs_json_str(obj, "metadata", "namespace", NULL);
+		const char *name = rs_json_str(obj, "metadata", "name", NULL);
+		char key[512];
+
+		if (ns == NULL || name == NULL)
+			return RS_EPARSE;
+		snprintf(key, sizeof key, "%s/%s", ns, name);
+		old = cache_del_pod(&s->cache, key);
+		/* the final state, unless the watcher lost it */
+		if (unknown || pod_decode(obj, &p, why, sizeof why) != RS_OK) {
+			if (old)
+				delete_pod(s, old);
+		} else {
+			delete_pod(s, p);
+			pod_free(p);
+		}
+		pod_free(old);
+		return RS_OK;
+	}
+	if ((rc = pod_decode(obj, &p, why, sizeof why)) != RS_OK) {
+		rs_warn("event %lu: pod skipped: %s", s->events, why);
+		return rc;
+	}
+	if ((rc = cache_put_pod(&s->cache, p, &old)) != RS_OK)
+		return rc;
+	if (old)
+		update_pod(s, old, p);
+	else
+		add_pod(s, p);
+	pod_free(old);
+	return RS_OK;
+}
+
+static rs_code
+event_ctrl(struct sync *s, const char *type, cJSON *take)
+{
+	char why[256];
+	struct ctrl *r, *old = NULL;
+	rs_code rc;
+
+	if (strcmp(type, "DELETED") == 0) {
+		const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
+		const char *name = rs_json_str(take, "metadata", "name", NULL);
+		char key[512];
+
+		if (ns == NULL || name == NULL) {
+			cJSON_Delete(take);
+			return RS_EPARSE;
+		}
+		snprintf(key, sizeof key, "%s/%s", ns, name);
+		ctrl_free(cache_del_ctrl(&s->cache, key));
+		cJSON_Delete(take);
+		delete_ctrl(s, key);
+		return RS_OK;
+	}
+	if ((rc = ctrl_decode(s->kind, take, &r, why, sizeof why)) != RS_OK) {
+		rs_warn("event %lu: %s skipped: %s", s->events, s->kind->kind, why);
+		return rc;
+	}
+	if (r->sel == NULL)
+		rs_warn("%s %s has an invalid selector: %s", s->kind->kind,
+		    r->key, why);
+	if ((rc = cache_put_ctrl(&s->cache, r, &old)) != RS_OK)
+		return rc;
+	/* updateRS: a new UID under the same name is a delete, then an add */
+	if (old && strcmp(old->uid, r->uid) != 0)
+		delete_ctrl(s, old->key);
+	sync_enqueue(s, r->key, 0);
+	ctrl_free(old);
+	return RS_OK;
+}
+
+static void
+event_synced(struct sync *s, const char *resource)
+{
+	if (strcmp(resource, "pods") == 0)
+		s->synced_pods = 1;
+	else if (strcmp(resource, s->kind->resource) == 0)
+		s->synced_ctrls = 1;
+	rs_info(1, "%s synced", resource);
+}
+
+rs_code
+handle_event(struct sync *s, const char *line, size_t len)
+{
+	cJSON *ev = NULL, *obj;
+	const char *type, *res;
+	size_t where = 0;
+	rs_code rc;
+
+	s->events++;
+	if ((rc = rs_json_parse(line, len, &ev, &where)) != RS_OK) {
+		rs_warn("event %lu: malformed JSON at byte %zu, skipped", s->events,
+		    where);
+		goto bad;
+	}
+	type = rs_json_str(ev, "type", NULL);
+	res = rs_json_str(ev, "resource", NULL);
+	if (type == NULL || res == NULL) {
+		rs_warn("event %lu: no type or resource, skipped", s->events);
+		rc = RS_EPARSE;
+		goto bad;
+	}
+	if (strcmp(type, "SYNCED") == 0) {
+		event_synced(s, res);
+		goto out;
+	}
+	if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0 &&
+	    strcmp(type, "DELETED") != 0) {
+		rs_warn("event %lu: unknown type %.32s, skipped", s->events, type);
+		rc = RS_EPARSE;
+		goto bad;
+	}
+	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+	if (!cJSON_IsObject(obj)) {
+		rs_warn("event %lu: no object, skipped", s->events);
+		rc = RS_EPARSE;
+		goto bad;
+	}
+	if (strcmp(res, "pods") == 0) {
+		int unknown = cJSON_IsTrue(
+		    cJSON_GetObjectItemCaseSensitive(ev, "final_state_unknown"));
+
+		rc = event_pod(s, type, obj, unknown);
+	} else if (strcmp(res, s->kind->resource) == 0) {
+		cJSON_DetachItemViaPointer(ev, obj);
+		rc = event_ctrl(s, type, obj);
+	} else {
+		rs_info(5, "event %lu: resource %.64s ignored", s->events, res);
+	}
+	if (rc != RS_OK)
+		goto bad;
+out:
+	cJSON_Delete(ev);
+	return RS_OK;
+bad:
+	s->bad_events++;
+	cJSON_Delete(ev);
+	return rc;
+}

@@ -1,0 +1,14 @@
+/* handlers.h: the informer event handlers of the upstream controller
+ * (addRS, updateRS, deleteRS, addPod, updatePod, deletePod), fed by
+ * rs-watch's NDJSON events. */
+#ifndef RS_SYNC_HANDLERS_H
+#define RS_SYNC_HANDLERS_H
+
+#include <stddef.h>
+#include "sync.h"
+
+/* Applies one event line to the cache and runs the handlers. A bad line is
+ * reported and skipped (RS_EPARSE); the caller goes on. */
+rs_code handle_event(struct sync *s, const char *line, size_t len);
+
+#endif

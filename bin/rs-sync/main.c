@@ -1,0 +1,349 @@
+/* rs-sync: the informer cache, event handlers and reconcile loop of the
+ * ReplicaSet controller. Events from rs-watch on stdin, keys from rs-queue,
+ * intents for rs-apply on stdout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "handlers.h"
+#include "log.h"
+#include "queue_client.h"
+#include "reconcile.h"
+#include "statedir.h"
+#include "sync.h"
+
+#define USAGE \
+"usage: rs-sync [-v N] [--kind ReplicaSet|ReplicationController] [--queue PATH]\n" \
+"               [--expectations PATH] [--burst-replicas N] [--resync SECONDS]\n" \
+"               [--no-terminating-replicas] [--max-line BYTES] [--log-format text|json]\n" \
+"       rs-sync --once KEY [--now RFC3339] [--expectations PATH] [-v N] < events.ndjson\n" \
+"       rs-sync --expectations-dump [--expectations PATH]\n"
+
+struct opts {
+	const struct kind *kind;
+	const char *queue, *expectations, *once;
+	int burst, terminating, dump;
+	double resync, now;
+	size_t max_line;
+};
+
+static volatile sig_atomic_t stopping;
+
+static void on_term(int sig) { (void)sig; stopping = 1; }
+
+double
+sync_now(const struct sync *s)
+{
+	return s->fixed_now ? s->fixed_now : rs_wall_now();
+}
+
+void
+sync_enqueue(struct sync *s, const char *key, double after)
+{
+	if (s->enqueue)
+		s->enqueue(s->enqueue_arg, key, after);
+}
+
+static void
+queue_enqueue(void *arg, const char *key, double after)
+{
+	struct rs_queue *q = arg;
+	rs_code rc = after > 0 ? rs_queue_after(q, after, key) : rs_queue_add(q, key);
+
+	if (rc != RS_OK)
+		rs_warn("unable to queue %s: %s", key, rs_strerror(rc));
+}
+
+static void
+usage(int code)
+{
+	fputs(USAGE, code ? stderr : stdout);
+	exit(code);
+}
+
+static double
+num_arg(const char *flag, const char *v, double min)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (*v == '\0' || *end != '\0' || d < min)
+		rs_fatal(100, "invalid %s: %s", flag, v);
+	return d;
+}
+
+static void
+parse_opts(int argc, char **argv, struct opts *o)
+{
+	enum { O_KIND = 256, O_QUEUE, O_EXP, O_BURST, O_RESYNC, O_ONCE, O_NOW,
+	    O_NOTERM, O_MAXLINE, O_LOGFMT, O_DUMP, O_HELP };
+	static const struct option lo[] = {
+		{ "kind", required_argument, NULL, O_KIND },
+		{ "queue", required_argument, NULL, O_QUEUE },
+		{ "expectations", required_argument, NULL, O_EXP },
+		{ "burst-replicas", required_argument, NULL, O_BURST },
+		{ "resync", required_argument, NULL, O_RESYNC },
+		{ "once", required_argument, NULL, O_ONCE },
+		{ "now", required_argument, NULL, O_NOW },
+		{ "no-terminating-replicas", no_argument, NULL, O_NOTERM },
+		{ "max-line", required_argument, NULL, O_MAXLINE },
+		{ "log-format", required_argument, NULL, O_LOGFMT },
+		{ "expectations-dump", no_argument, NULL, O_DUMP },
+		{ "v", required_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, O_HELP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct opts){ .kind = &kind_replicaset, .burst = 500,
+	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT };
+	while ((c = getopt_long(argc, argv, "v:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'v': rs_log_set_verbosity((int)num_arg("-v", optarg, 0)); break;
+		case O_KIND:
+			if (strcmp(optarg, "ReplicaSet") == 0 || strcmp(optarg, "rs") == 0)
+				o->kind = &kind_replicaset;
+			else if (strcmp(optarg, "ReplicationController") == 0 ||
+			    strcmp(optarg, "rc") == 0)
+				o->kind = &kind_replicationcontroller;
+			else
+				rs_fatal(100, "unknown --kind %s", optarg);
+			break;
+		case O_QUEUE: o->queue = optarg; break;
+		case O_EXP: o->expectations = optarg; break;
+		case O_BURST: o->burst = (int)num_arg("--burst-replicas", optarg, 1); break;
+		case O_RESYNC: o->resync = num_arg("--resync", optarg, 0); break;
+		case O_ONCE: o->once = optarg; break;
+		case O_NOW:
+			if (rs_parse_rfc3339(optarg, &o->now) < 0)
+				rs_fatal(100, "invalid --now: %s (want RFC 3339)", optarg);
+			break;
+		case O_NOTERM: o->terminating = 0; break;
+		case O_MAXLINE: o->max_line = (size_t)num_arg("--max-line", optarg, 1024); break;
+		case O_LOGFMT:
+			if (rs_log_set_format(optarg) < 0)
+				rs_fatal(100, "unknown --log-format %s", optarg);
+			break;
+		case O_DUMP: o->dump = 1; break;
+		case O_HELP: case 'h': usage(0); break;
+		default: usage(100);
+		}
+	}
+	if (optind != argc)
+		usage(100);
+}
+
+static struct rs_exp *
+open_expectations(const char *path, int nocreate)
+{
+	struct rs_exp_opts eo = { .nocreate = nocreate };
+	struct rs_exp *e;
+	rs_code rc = rs_exp_open(path, &eo, &e);
+
+	if (rc != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to open expectations %s: %s",
+		    path ? path : "(default)", rs_strerror(rc));
+	return e;
+}
+
+/* Handles every whole line buffered; up to max lines, so keys are served
+ * during a flood of events. Returns RS_EEOF at end of input. */
+static rs_code
+read_events(struct sync *s, struct rs_line_reader *in, int max)
+{
+	char *line;
+	size_t len;
+	rs_code rc;
+
+	for (int n = 0; n < max; n++) {
+		rc = rs_line_next(in, &line, &len);
+		if (rc == RS_EAGAIN) {
+			rc = rs_line_fill(in);
+			if (rc == RS_EAGAIN)
+				return RS_OK;
+			if (rc == RS_EIO)
+				rs_fatal(111, "unable to read events: %s", strerror(errno));
+			continue;
+		}
+		if (rc == RS_EEOF)
+			return RS_EEOF;
+		if (rc == RS_ETOOBIG) {
+			rs_warn("event line %lu longer than %zu bytes, skipped",
+			    in->lineno, in->max);
+			continue;
+		}
+		if (len > 0)
+			handle_event(s, line, len);
+	}
+	return RS_OK;
+}
+
+static int
+run_once(struct sync *s, const struct opts *o)
+{
+	char dir[] = "/tmp/rs-sync-once.XXXXXX", path[PATH_MAX];
+	struct rs_line_reader in;
+	rs_code rc;
+
+	if (o->expectations == NULL) {
+		/* a replay must not touch the live controller's expectations */
+		if (mkdtemp(dir) == NULL)
+			rs_fatal(111, "unable to create %s: %s", dir, strerror(errno));
+		snprintf(path, sizeof path, "%s/expectations", dir);
+		s->exp = open_expectations(path, 0);
+	} else {
+		s->exp = open_expectations(o->expectations, 1);
+	}
+	if (rs_line_reader_init(&in, 0, o->max_line) != RS_OK)
+		rs_fatal(111, "unable to allocate: %s", strerror(errno));
+	while ((rc = read_events(s, &in, INT_MAX)) == RS_OK)
+		;
+	rs_info(1, "replayed %lu events (%lu skipped), %s synced: %s, pods synced: %s",
+	    s->events, s->bad_events, s->kind->resource,
+	    s->synced_ctrls ? "yes" : "no", s->synced_pods ? "yes" : "no");
+	rc = reconcile(s, o->once);
+	rs_line_reader_free(&in);
+	rs_exp_close(s->exp);
+	if (o->expectations == NULL) {
+		unlink(path);
+		rmdir(dir);
+	}
+	if (rc != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to sync %s: %s", o->once,
+		    rs_strerror(rc));
+	return 0;
+}
+
+static void
+resync_all(struct sync *s)
+{
+	size_t i = 0;
+	const char *key;
+
+	while (rs_strmap_next(&s->cache.ctrls, &i, &key, NULL))
+		sync_enqueue(s, key, 0);
+}
+
+static void
+serve_keys(struct sync *s, struct rs_queue *q)
+{
+	const char *key;
+	rs_code rc;
+
+	while ((rc = rs_queue_next_key(q, &key)) == RS_OK) {
+		rs_info(4, "syncing %s", key);
+		rc = reconcile(s, key);
+		if (rc == RS_EIO)
+			rs_fatal(111, "unable to write intents: %s", strerror(errno));
+		if (rc != RS_OK)
+			rs_error("unable to sync %s: %s", key, rs_strerror(rc));
+	}
+	if (rc == RS_EEOF) {
+		rs_info(1, "queue is shutting down");
+		exit(0);
+	}
+	if (rc == RS_EIO)
+		rs_fatal(111, "lost the connection to rs-queue");
+}
+
+static int
+run_loop(struct sync *s, const struct opts *o)
+{
+	struct rs_line_reader in;
+	struct rs_queue *q;
+	int64_t next_resync = 0;
+	int eof = 0;
+	rs_code rc;
+
+	s->exp = open_expectations(o->expectations, 0);
+	if ((rc = rs_queue_open(o->queue, &q)) != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
+		    o->queue ? o->queue : "(default)", strerror(errno));
+	s->enqueue = queue_enqueue;
+	s->enqueue_arg = q;
+	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+	if (rs_line_reader_init(&in, 0, o->max_line) != RS_OK)
+		rs_fatal(111, "unable to allocate: %s", strerror(errno));
+	if (o->resync > 0)
+		next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
+	while (!stopping) {
+		struct pollfd pf[2] = {
+			{ .fd = eof ? -1 : 0, .events = POLLIN },
+			{ .fd = rs_queue_fd(q), .events = rs_queue_events(q) },
+		};
+		int timeout = -1;
+
+		if (s->synced_pods && s->synced_ctrls &&
+		    rs_queue_gets_pending(q) == 0)
+			rs_queue_request_get(q, 0);
+		pf[1].events = rs_queue_events(q);
+		if (next_resync) {
+			int64_t left = next_resync - rs_mono_ns();
+
+			timeout = left > 0 ? (int)(left / 1000000) + 1 : 0;
+		}
+		if (poll(pf, 2, timeout) < 0 && errno != EINTR)
+			rs_fatal(111, "unable to poll: %s", strerror(errno));
+		if (pf[0].revents && read_events(s, &in, 4096) == RS_EEOF) {
+			rs_info(1, "end of events");
+			eof = 1;
+		}
+		if (next_resync && rs_mono_ns() >= next_resync) {
+			resync_all(s);
+			next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
+		}
+		rc = rs_queue_io(q);
+		if (rc != RS_OK)
+			rs_fatal(111, "lost the connection to rs-queue");
+		serve_keys(s, q);
+		if (eof && rs_queue_flush(q) == RS_OK)
+			break;
+	}
+	rs_line_flush(s->out);
+	rs_queue_close(q);
+	rs_exp_close(s->exp);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rs_line_writer out;
+	struct sync s;
+	struct opts o;
+	struct sigaction sa = { .sa_handler = on_term };
+
+	rs_log_init(argv[0]);
+	parse_opts(argc, argv, &o);
+	signal(SIGPIPE, SIG_IGN);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	if (o.dump) {
+		struct rs_exp *e = open_expectations(o.expectations, 1);
+
+		rs_line_writer_init(&out, 1, 0);
+		if (rs_exp_dump(e, &out) != RS_OK || rs_line_flush(&out) != RS_OK)
+			rs_fatal(111, "unable to dump expectations");
+		return 0;
+	}
+	memset(&s, 0, sizeof s);
+	cache_init(&s.cache, o.kind);
+	s.kind = o.kind;
+	s.burst_replicas = o.burst;
+	s.terminating = o.terminating;
+	s.fixed_now = o.now;
+	if (rs_line_writer_init(&out, 1, 1 << 20) != RS_OK)
+		rs_fatal(111, "unable to allocate: %s", strerror(errno));
+	s.out = &out;
+	if (o.once)
+		return run_once(&s, &o);
+	return run_loop(&s, &o);
+}

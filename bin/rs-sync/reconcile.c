@@ -1,0 +1,305 @@
+#include <stdlib.h>
+#include <string.h>
+
+#include "intents.h"
+#include "json.h"
+#include "log.h"
+#include "rank.h"
+#include "reconcile.h"
+#include "status.h"
+
+struct podvec {
+	struct pod **v;
+	size_t n, cap;
+};
+
+struct round {
+	struct sync *s;
+	struct ctrl *r;
+	double now;
+	struct podvec claimed, adopt, release;
+	int terminating;
+	int managed;        /* a create or delete was emitted */
+	double requeue;     /* seconds, 0 = none */
+};
+
+static rs_code
+podvec_push(struct podvec *pv, struct pod *p)
+{
+	if (pv->n == pv->cap) {
+		size_t ncap = pv->cap ? pv->cap * 2 : 16;
+		struct pod **nv = realloc(pv->v, ncap * sizeof *nv);
+
+		if (nv == NULL)
+			return RS_ENOMEM;
+		pv->v = nv;
+		pv->cap = ncap;
+	}
+	pv->v[pv->n++] = p;
+	return RS_OK;
+}
+
+/* A pod carries every label of the template (fullyLabeledReplicas). */
+static int
+fully_labeled(const struct rs_labels *tmpl, const struct pod *p)
+{
+	for (size_t i = 0; tmpl && i < tmpl->n; i++) {
+		const char *v = rs_labels_get(p->labels, tmpl->kv[i].key);
+
+		if (v == NULL || strcmp(v, tmpl->kv[i].value) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* ClaimPods over the pods the controller owns and the orphans of its
+ * namespace: keep what matches, release what stopped matching (not while
+ * the controller is being deleted), adopt matching orphans. Pods owned by
+ * other controllers are never in these lists. */
+static rs_code
+claim(struct round *o)
+{
+	struct ctrl *r = o->r;
+	const struct podlist *l;
+	rs_code rc = RS_OK;
+
+	l = cache_owned(&o->s->cache, r->uid);
+	for (struct pod *p = l ? l->head : NULL; p && rc == RS_OK; p = p->next) {
+		int match = rs_selector_matches(r->sel, p->labels);
+
+		if (!pod_active(p)) {
+			if (match && p->deleted && !p->terminal)
+				o->terminating++;
+			continue;
+		}
+		if (match)
+			rc = podvec_push(&o->claimed, p);
+		else if (!r->deleting)
+			rc = podvec_push(&o->release, p);
+	}
+	if (r->deleting)
+		return rc;
+	l = cache_orphans(&o->s->cache, r->ns);
+	for (struct pod *p = l ? l->head : NULL; p && rc == RS_OK; p = p->next)
+		if (pod_active(p) && rs_selector_matches(r->sel, p->labels))
+			rc = podvec_push(&o->adopt, p);
+	return rc;
+}
+
+static rs_code
+emit_claims(struct round *o, const char *op, const struct podvec *pv)
+{
+	rs_code rc = RS_OK;
+
+	for (size_t i = 0; i < pv->n && rc == RS_OK; i++) {
+		cJSON *in = intent_new(o->s, op, o->r->key, o->r);
+		cJSON *pod = cJSON_AddObjectToObject(in, "pod");
+
+		cJSON_AddStringToObject(pod, "name", pv->v[i]->name);
+		cJSON_AddStringToObject(pod, "uid", pv->v[i]->uid);
+		rs_info(2, "%s %s: %s pod %s", o->s->kind->kind, o->r->key, op,
+		    pv->v[i]->key);
+		rc = intent_emit(o->s, in);
+	}
+	return rc;
+}
+
+static rs_code
+scale_up(struct round *o, int n)
+{
+	const cJSON *tmpl = rs_json_get(o->r->obj, "spec", "template", NULL);
+	cJSON *in;
+	rs_code rc;
+
+	/* raised before the intent leaves, so no reader of the expectations
+	 * can see the pods arrive before they are expected */
+	if ((rc = rs_exp_expect_creations(o->s->exp, o->r->key, n)) != RS_OK) {
+		rs_error("unable to expect %d creations for %s: %s; not creating",
+		    n, o->r->key, rs_strerror(rc));
+		o->requeue = 5;
+		return RS_OK;
+	}
+	rs_info(2, "too few replicas for %s %s, need %d, creating %d",
+	    o->s->kind->kind, o->r->key, o->r->replicas, n);
+	in = intent_new(o->s, "create", o->r->key, o->r);
+	cJSON_AddNumberToObject(in, "count", n);
+	cJSON_AddItemToObject(in, "template",
+	    tmpl ? cJSON_Duplicate(tmpl, 1) : cJSON_CreateObject());
+	o->managed = 1;
+	return intent_emit(o->s, in);
+}
+
+static rs_code
+scale_down(struct round *o, int n)
+{
+	size_t nc = o->claimed.n, i;
+	struct ranked *v = calloc(nc, sizeof *v);
+	const char **keys = calloc(n, sizeof *keys);
+	cJSON *in, *pods;
+	rs_code rc;
+
+	if (v == NULL || keys == NULL) {
+		rc = RS_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nc; i++)
+		v[i].pod = o->claimed.v[i];
+	if ((size_t)n < nc) {
+		if ((rc = rank_colocated(o->s, o->r, v, nc)) != RS_OK)
+			goto out;
+		rank_sort(v, nc, o->now);
+	}
+	for (i = 0; i < (size_t)n; i++) {
+		keys[i] = v[i].pod->key;
+		rs_info(3, "%s: victim %zu: %s (node %s, rank %d)", o->r->key, i,
+		    v[i].pod->key, v[i].pod->node, v[i].rank);
+	}
+	if ((rc = rs_exp_expect_deletions(o->s->exp, o->r->key, keys, n)) != RS_OK) {
+		rs_error("unable to expect %d deletions for %s: %s; not deleting",
+		    n, o->r->key, rs_strerror(rc));
+		o->requeue = 5;
+		rc = RS_OK;
+		goto out;
+	}
+	rs_info(2, "too many replicas for %s %s, need %d, deleting %d",
+	    o->s->kind->kind, o->r->key, o->r->replicas, n);
+	in = intent_new(o->s, "delete", o->r->key, o->r);
+	pods = cJSON_AddArrayToObject(in, "pods");
+	for (i = 0; i < (size_t)n; i++)
+		intent_add_pod(pods, v[i].pod);
+	o->managed = 1;
+	rc = intent_emit(o->s, in);
+out:
+	free(v);
+	free(keys);
+	return rc;
+}
+
+/* manageReplicas: the difference, capped at the burst size. */
+static rs_code
+manage(struct round *o)
+{
+	int diff = (int)o->claimed.n - o->r->replicas;
+
+	if (diff < 0)
+		return scale_up(o, -diff > o->s->burst_replicas ?
+		    o->s->burst_replicas : -diff);
+	if (diff > 0)
+		return scale_down(o, diff > o->s->burst_replicas ?
+		    o->s->burst_replicas : diff);
+	return RS_OK;
+}
+
+static rs_code
+status(struct round *o)
+{
+	struct counts c = { .replicas = (int)o->claimed.n,
+	    .terminating = o->terminating };
+	cJSON *now_st, *old, *obj, *in;
+
+	for (size_t i = 0; i < o->claimed.n; i++) {
+		struct pod *p = o->claimed.v[i];
+
+		c.fully += fully_labeled(o->r->tmpl_labels, p);
+		c.ready += p->ready;
+		c.available += pod_available(p, o->r->min_ready, o->now);
+	}
+	if (o->r->min_ready > 0 && c.ready != c.available)
+		o->requeue = status_next_check(o->r, o->claimed.v, o->claimed.n,
+		    o->now);
+	now_st = status_build(o->s, o->r, &c);
+	old = status_old(o->r);
+	if (now_st == NULL || old == NULL) {
+		cJSON_Delete(now_st);
+		cJSON_Delete(old);
+		return RS_ENOMEM;
+	}
+	if (!o->managed && cJSON_Compare(old, now_st, 1)) {
+		cJSON_Delete(now_st);
+		cJSON_Delete(old);
+		return RS_OK;
+	}
+	rs_info(4, "%s %s status: replicas %d, fully labeled %d, ready %d, "
+	    "available %d, terminating %d", o->s->kind->kind, o->r->key,
+	    c.replicas, c.fully, c.ready, c.available, c.terminating);
+	obj = cJSON_Duplicate(o->r->obj, 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", now_st);
+	if (!cJSON_GetObjectItemCaseSensitive(obj, "status"))
+		cJSON_AddItemToObject(obj, "status", now_st);
+	in = intent_new(o->s, "status", o->r->key, o->r);
+	cJSON_AddItemToObject(in, "object", obj);
+	cJSON_AddItemToObject(in, "old_status", old);
+	return intent_emit(o->s, in);
+}
+
+static rs_code
+end(struct sync *s, const char *key, const struct ctrl *r, double requeue)
+{
+	cJSON *in = intent_new(s, "end", key, r);
+	rs_code rc;
+
+	if (requeue > 0)
+		cJSON_AddNumberToObject(in, "requeue_after", requeue);
+	if ((rc = intent_emit(s, in)) != RS_OK)
+		return rc;
+	return rs_line_flush(s->out);
+}
+
+static rs_code
+sync_ctrl(struct round *o)
+{
+	struct sync *s = o->s;
+	enum rs_exp_why why = RS_EXP_PENDING;
+	int satisfied = 0;
+	rs_code rc;
+
+	rc = rs_exp_satisfied(s->exp, o->r->key, &satisfied, &why);
+	if (rc != RS_OK) {
+		rs_error("unable to read expectations of %s: %s", o->r->key,
+		    rs_strerror(rc));
+		satisfied = 0;
+		o->requeue = 1;
+	}
+	rs_info(4, "%s: expectations %s", o->r->key, rs_exp_why_name(why));
+	if (o->r->sel == NULL) {
+		rs_info(2, "%s: invalid selector, not syncing", o->r->key);
+		return RS_OK;
+	}
+	if ((rc = claim(o)) != RS_OK)
+		return rc;
+	rs_info(3, "%s: %zu claimed, %zu to adopt, %zu to release, %d terminating",
+	    o->r->key, o->claimed.n, o->adopt.n, o->release.n, o->terminating);
+	if ((rc = emit_claims(o, "release", &o->release)) != RS_OK)
+		return rc;
+	if (o->adopt.n > 0)
+		/* adopted pods come back as pod updates and sync the key again */
+		return emit_claims(o, "adopt", &o->adopt);
+	if (satisfied && !o->r->deleting && (rc = manage(o)) != RS_OK)
+		return rc;
+	return status(o);
+}
+
+rs_code
+reconcile(struct sync *s, const char *key)
+{
+	struct round o = { .s = s, .now = sync_now(s) };
+	rs_code rc;
+
+	s->syncs++;
+	o.r = cache_ctrl(&s->cache, key);
+	if (o.r == NULL) {
+		rs_info(4, "%s %s has been deleted", s->kind->kind, key);
+		rc = rs_exp_delete(s->exp, key);
+		if (rc != RS_OK)
+			rs_warn("unable to delete expectations of %s: %s", key,
+			    rs_strerror(rc));
+		return end(s, key, NULL, 0);
+	}
+	rc = sync_ctrl(&o);
+	free(o.claimed.v);
+	free(o.adopt.v);
+	free(o.release.v);
+	if (rc != RS_OK)
+		return rc;
+	return end(s, key, o.r, o.requeue);
+}

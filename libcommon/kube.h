@@ -1,0 +1,104 @@
+/* kube.h: the Kubernetes API client over libcurl.
+ *
+ * One struct rs_kube per process holds the resolved configuration, the TLS
+ * material, the credential state (static token, token file re-read about
+ * once a minute, exec plugin output cached until its expirationTimestamp and
+ * refreshed on a 401) and the client-side token bucket (QPS, burst).
+ * Connections are kept alive and HTTP/2 is used when the server offers it.
+ *
+ * Two ways to send:
+ *  - rs_kube_do / rs_kube_stream: blocking, thread-safe (each call uses its
+ *    own easy handle, shared connection cache under a lock).
+ *  - rs_kube_submit + rs_kube_run: many requests in flight on the curl multi
+ *    interface, completions delivered by callback from rs_kube_run; for one
+ *    thread at a time.
+ *
+ * Errors: a non-2xx answer gives RS_EAPI (RS_ENOTFOUND for 404) with the
+ * decoded Status in resp->status; transport failures give RS_ENET, RS_ETLS
+ * or RS_ETIMEOUT with a message in resp->status.message. */
+#ifndef RS_KUBE_H
+#define RS_KUBE_H
+
+#include <stddef.h>
+#include <cJSON.h>
+
+#include "code.h"
+#include "kubeconfig.h"
+
+/* A Kubernetes metav1.Status, or a transport error described the same way. */
+struct rs_kstatus {
+	long code;               /* HTTP status, 0 when none was received */
+	char reason[64];         /* NotFound, AlreadyExists, Conflict, Forbidden,
+	                            Invalid, Gone, Expired, TooManyRequests, ... */
+	char message[1024];
+	cJSON *causes;           /* details.causes, owned; may be NULL */
+	int retry_after;         /* seconds, from Retry-After or
+	                            details.retryAfterSeconds; 0 when none */
+};
+
+struct rs_kresp {
+	long code;               /* HTTP status */
+	char *body;              /* NUL-terminated, malloc'd; may be NULL */
+	size_t len;
+	struct rs_kstatus status;   /* filled when code is not 2xx */
+};
+
+void rs_kresp_free(struct rs_kresp *r);
+
+/* Frees st->causes and empties st. */
+void rs_kstatus_clear(struct rs_kstatus *st);
+/* Fills st from a decoded metav1.Status (e.g. the object of a watch ERROR
+ * event); code is the HTTP status, or 0 to take the Status's own code.
+ * A missing reason is derived from the code (404 NotFound, 409 Conflict,
+ * 410 Gone, 429 TooManyRequests, ...). */
+void rs_kstatus_from_json(struct rs_kstatus *st, long code,
+    const cJSON *status);
+/* The rs_code of an API error: RS_ENOTFOUND for 404, else RS_EAPI. */
+rs_code rs_kstatus_rc(const struct rs_kstatus *st);
+
+struct rs_kube_opts {
+	double qps;              /* <= 0: unlimited */
+	int burst;
+	long timeout_ms;         /* whole-request timeout for rs_kube_do; 0 = 60 s */
+	const char *user_agent;  /* "rs-apply/0.1" */
+};
+
+struct rs_kube;
+
+/* Takes ownership of cfg in every case. */
+rs_code rs_kube_new(struct rs_kube_config *take, const struct rs_kube_opts *o,
+    struct rs_kube **out);
+void rs_kube_free(struct rs_kube *k);
+const struct rs_kube_config *rs_kube_config(const struct rs_kube *k);
+
+/* One request. path starts with "/" and includes the query string. body may
+ * be NULL; ctype is its Content-Type (NULL: application/json). resp is
+ * always filled (free with rs_kresp_free). */
+rs_code rs_kube_do(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len, struct rs_kresp *resp);
+
+/* A streaming GET (watch): fn is called with each whole line of the body
+ * (NUL-terminated, no newline) as it arrives; fn returning non-RS_OK stops
+ * the stream with that code. timeout_ms bounds the whole stream (0: none).
+ * A non-2xx answer is returned like rs_kube_do, fn not called. *stop, if not
+ * NULL, is polled about every 100 ms; non-zero ends the stream with RS_OK. */
+typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
+rs_code rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
+    rs_kube_line_fn fn, void *arg, volatile int *stop, struct rs_kresp *resp);
+
+/* Asynchronous: queue a request; done is called from rs_kube_run with the
+ * result and the response (borrowed: valid during the call only). Requests
+ * wait for their token from the bucket in the order submitted. */
+typedef void (*rs_kube_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
+rs_code rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len,
+    rs_kube_done_fn done, void *arg);
+/* Drives transfers for at most timeout_ms (or until one completes, if
+ * sooner), also returning early when extra_fd (>= 0) becomes readable.
+ * Returns the number of requests still queued or in flight. */
+int rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd);
+
+/* Escapes s for use in a URL query value; malloc'd. */
+char *rs_kube_escape(const char *s);
+
+#endif

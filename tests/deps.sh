@@ -1,0 +1,47 @@
+#!/bin/sh
+# deps.sh check|install: name the Debian packages the build and tests need
+# that are missing, or install them with apt-get (as root).
+set -u
+# package:probe (a file, or cmd/NAME for a program on PATH)
+need="
+libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
+libcjson-dev:/usr/include/cjson/cJSON.h
+libyaml-dev:/usr/include/yaml.h
+libcmocka-dev:/usr/include/cmocka.h
+pkg-config:cmd/pkg-config
+make:cmd/make
+gcc:cmd/gcc
+s6:cmd/s6-svscan
+execline:cmd/execlineb
+jq:cmd/jq
+shunit2:/usr/bin/shunit2
+openssl:cmd/openssl
+curl:cmd/curl
+gnuplot-nox:cmd/gnuplot
+procps:cmd/ps
+"
+missing=
+for e in $need; do
+  pkg=${e%%:*}; probe=${e#*:}
+  case $probe in
+    cmd/*) command -v "${probe#cmd/}" >/dev/null 2>&1 || missing="$missing $pkg" ;;
+    *) [ -e "$probe" ] || [ -e "$(echo "$probe" | sed 's|/x86_64-linux-gnu||')" ] || missing="$missing $pkg" ;;
+  esac
+done
+[ -z "$missing" ] && exit 0
+case ${1:-check} in
+  check)
+    echo "rs-controller: fatal: missing Debian packages:$missing" >&2
+    echo "rs-controller: run 'make deps' as root (or: apt-get install$missing)" >&2
+    exit 100 ;;
+  install)
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo >/dev/null 2>&1; then SUDO=sudo; else
+        echo "rs-controller: fatal: unable to install$missing: not root and no sudo" >&2; exit 111; fi
+    else SUDO=; fi
+    echo "rs-controller: installing$missing" >&2
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >&2 || {
+      echo "rs-controller: fatal: unable to install$missing with apt-get" >&2; exit 111; }
+    ;;
+esac
