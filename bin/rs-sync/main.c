@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,14 +24,15 @@
 #define USAGE \
 "usage: rs-sync [-v N] [--kind ReplicaSet|ReplicationController] [--queue PATH]\n" \
 "               [--expectations PATH] [--burst-replicas N] [--resync SECONDS]\n" \
-"               [--no-terminating-replicas] [--max-line BYTES] [--log-format text|json]\n" \
+"               [--no-terminating-replicas] [--keep-expectations] [--max-line BYTES]\n" \
+"               [--log-format text|json]\n" \
 "       rs-sync --once KEY [--now RFC3339] [--expectations PATH] [-v N] < events.ndjson\n" \
 "       rs-sync --expectations-dump [--expectations PATH]\n"
 
 struct opts {
 	const struct kind *kind;
 	const char *queue, *expectations, *once;
-	int burst, terminating, dump;
+	int burst, terminating, dump, keep_expectations;
 	double resync, now;
 	size_t max_line;
 };
@@ -84,7 +86,7 @@ static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_KIND = 256, O_QUEUE, O_EXP, O_BURST, O_RESYNC, O_ONCE, O_NOW,
-	    O_NOTERM, O_MAXLINE, O_LOGFMT, O_DUMP, O_HELP };
+	    O_NOTERM, O_MAXLINE, O_LOGFMT, O_DUMP, O_KEEP, O_HELP };
 	static const struct option lo[] = {
 		{ "kind", required_argument, NULL, O_KIND },
 		{ "queue", required_argument, NULL, O_QUEUE },
@@ -97,6 +99,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "max-line", required_argument, NULL, O_MAXLINE },
 		{ "log-format", required_argument, NULL, O_LOGFMT },
 		{ "expectations-dump", no_argument, NULL, O_DUMP },
+		{ "keep-expectations", no_argument, NULL, O_KEEP },
 		{ "v", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
@@ -133,6 +136,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 				rs_fatal(100, "unknown --log-format %s", optarg);
 			break;
 		case O_DUMP: o->dump = 1; break;
+		case O_KEEP: o->keep_expectations = 1; break;
 		case O_HELP: case 'h': usage(0); break;
 		default: usage(100);
 		}
@@ -222,6 +226,31 @@ run_once(struct sync *s, const struct opts *o)
 	return 0;
 }
 
+/* A starting rs-sync begins with no expectations, as upstream's in-memory
+ * ones do: the relist it is about to read is the truth, so records left by
+ * an earlier run (raised by an rs-sync killed before its intents left, or
+ * lowered by no rs-apply) would only stall keys. An rs-apply holds the file
+ * locked shared while it works: waiting for the exclusive lock means no
+ * write of an earlier pipeline is still in flight. */
+static void
+fresh_expectations(struct rs_exp *e)
+{
+	int fd = open(rs_exp_path(e), O_RDONLY | O_CLOEXEC);
+	rs_code rc;
+
+	if (fd < 0)
+		rs_fatal(111, "unable to open %s: %s", rs_exp_path(e), strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rs_info(0, "waiting for the rs-apply of an earlier pipeline to finish");
+		if (flock(fd, LOCK_EX) < 0)
+			rs_fatal(111, "unable to lock %s: %s", rs_exp_path(e),
+			    strerror(errno));
+	}
+	if ((rc = rs_exp_reset(e)) != RS_OK)
+		rs_fatal(111, "unable to reset expectations: %s", rs_strerror(rc));
+	close(fd);
+}
+
 static void
 resync_all(struct sync *s)
 {
@@ -264,6 +293,8 @@ run_loop(struct sync *s, const struct opts *o)
 	rs_code rc;
 
 	s->exp = open_expectations(o->expectations, 0);
+	if (!o->keep_expectations)
+		fresh_expectations(s->exp);
 	if ((rc = rs_queue_open(o->queue, &q)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));

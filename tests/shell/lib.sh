@@ -60,3 +60,78 @@ oneTimeTearDown() {
   rs_cleanup
   rm -rf "$RS_STATE_DIR"
 }
+
+# start_controller [EXTRA RS-APPLY FLAGS...]: rs-queue serve plus the
+# pipeline rs-watch | rs-sync | rs-apply, logs and intents in $TMP. A second
+# rs-watch records every pod event in $TMP/pods.ndjson (see pod_adds).
+start_controller() {
+  RS_QUEUE_SOCK=$RS_STATE_DIR/queue.sock
+  rs_bg rs-queue serve --socket "$RS_QUEUE_SOCK" 2>"$TMP/queue.log"
+  wait_for 10 test -S "$RS_QUEUE_SOCK" || { echo "rs-queue did not start" >&2; return 1; }
+  rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+  ( rs-watch ${RS_WATCH_FLAGS:-} ${RS_RESOURCES:-replicasets pods} 2>"$TMP/watch.log" |
+    rs-sync -v 2 ${RS_SYNC_FLAGS:-} 2>"$TMP/sync.log" | tee "$TMP/intents.ndjson" |
+    rs-apply -v 2 "$@" 2>"$TMP/apply.log" ) &
+  RS_PIDS="$RS_PIDS $!"
+  RS_PIPELINE=$!
+}
+
+# stop_controller: the pipeline, the queue and the pod recorder.
+stop_controller() {
+  pkill -TERM -f "rs-watch.*$RS_STATE_DIR" 2>/dev/null
+  rs_cleanup
+}
+
+# pod_adds NS: how many pods of NS the recorder saw ADDED so far.
+pod_adds() {
+  jq -c "select(.type==\"ADDED\" and .object.metadata.namespace==\"$1\")" \
+    "$TMP/pods.ndjson" 2>/dev/null | wc -l
+}
+
+# pod_peak NS: the most pods of NS that existed at once, by the recorder.
+pod_peak() {
+  jq -rn --arg ns "$1" '
+    reduce (inputs | select(.object.metadata.namespace==$ns)) as $e
+      ({n: 0, peak: 0, live: {}};
+       if $e.type == "ADDED" and (.live[$e.object.metadata.name] | not)
+       then .live[$e.object.metadata.name] = true | .n += 1
+       elif $e.type == "DELETED" and .live[$e.object.metadata.name]
+       then .live[$e.object.metadata.name] = false | .n -= 1
+       else . end | .peak = ([.peak, .n] | max)) | .peak' "$TMP/pods.ndjson"
+}
+
+# rs_json NS NAME [KIND]: the object as JSON.
+rs_json() { kubectl -n "$1" get "${3:-rs}" "$2" -o json; }
+
+# live_pods NS SELECTOR: names of pods without deletionTimestamp.
+live_pods() {
+  kubectl -n "$1" get pods -l "$2" -o json |
+    jq -r '.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name'
+}
+
+# set_pod_status NS POD PHASE READY(True|False) [LAST-TRANSITION]
+set_pod_status() {
+  _ltt=${5:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
+  kubectl -n "$1" patch pod "$2" --subresource=status --type=merge -p \
+    "{\"status\":{\"phase\":\"$3\",\"conditions\":[{\"type\":\"Ready\",\"status\":\"$4\",\"lastTransitionTime\":\"$_ltt\"}]}}" >/dev/null
+}
+
+# make_rs NS NAME REPLICAS [LABEL] [EXTRA-SPEC-JSON]: a ReplicaSet whose pods
+# carry app=LABEL (default NAME).
+make_rs() {
+  _extra=${5:-'{}'}
+  jq -n --arg name "$2" --argjson n "$3" --arg app "${4:-$2}" --argjson extra "$_extra" '{
+    apiVersion: "apps/v1", kind: "ReplicaSet", metadata: {name: $name},
+    spec: ({replicas: $n, selector: {matchLabels: {app: $app}},
+      template: {metadata: {labels: {app: $app}},
+        spec: {containers: [{name: "c", image: "registry.k8s.io/pause:3.10"}]}}} + $extra)
+  }' | kubectl -n "$1" apply -f - >/dev/null
+}
+
+# rs_status_is NS NAME JQ-EXPR: the ReplicaSet's .status satisfies EXPR.
+rs_status_is() {
+  rs_json "$1" "$2" | jq -e ".status | $3" >/dev/null
+}
+
+# count_live NS SELECTOR
+count_live() { live_pods "$1" "$2" | wc -l; }
