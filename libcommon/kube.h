@@ -7,8 +7,11 @@
  * Connections are kept alive and HTTP/2 is used when the server offers it.
  *
  * Two ways to send:
- *  - rs_kube_do / rs_kube_stream: blocking, thread-safe (each call uses its
- *    own easy handle, shared connection cache under a lock).
+ *  - rs_kube_do / rs_kube_stream: blocking, thread-safe (each call takes
+ *    an easy handle from a pool, and each pooled handle keeps its own
+ *    connections alive; DNS and TLS sessions are shared under locks, but
+ *    not connections: libcurl does not support one connection cache used
+ *    by concurrent threads).
  *  - rs_kube_submit + rs_kube_run: many requests in flight on the curl multi
  *    interface, completions delivered by callback from rs_kube_run; for one
  *    thread at a time.
@@ -41,6 +44,9 @@ struct rs_kresp {
 	char *body;              /* NUL-terminated, malloc'd; may be NULL */
 	size_t len;
 	struct rs_kstatus status;   /* filled when code is not 2xx */
+	int http2;               /* 1 when the answer came over HTTP/2 */
+	long connects;           /* new connections this request opened
+	                            (0: it reused a kept-alive one) */
 };
 
 void rs_kresp_free(struct rs_kresp *r);
@@ -81,7 +87,9 @@ rs_code rs_kube_do(struct rs_kube *k, const char *method, const char *path,
  * (NUL-terminated, no newline) as it arrives; fn returning non-RS_OK stops
  * the stream with that code. timeout_ms bounds the whole stream (0: none).
  * A non-2xx answer is returned like rs_kube_do, fn not called. *stop, if not
- * NULL, is polled about every 100 ms; non-zero ends the stream with RS_OK. */
+ * NULL, is polled about every 100 ms; non-zero ends the stream with RS_OK.
+ * Reaching timeout_ms ends it with RS_ETIMEOUT; a line longer than 64 MiB
+ * with RS_ETOOBIG. */
 typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
 rs_code rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
     rs_kube_line_fn fn, void *arg, volatile int *stop, struct rs_kresp *resp);

@@ -75,12 +75,40 @@ deletion_cost(const cJSON *obj)
 	char *end;
 	long long v;
 
-	if (s == NULL || *s == '\0')
+	/* as upstream: no sign but '-', no leading zero, no blank */
+	if (s == NULL || !(s[0] == '-' || (s[0] >= '1' && s[0] <= '9') ||
+	    strcmp(s, "0") == 0))
 		return 0;
 	v = strtoll(s, &end, 10);
 	if (*end != '\0' || v < INT32_MIN || v > INT32_MAX)
 		return 0;
 	return (int32_t)v;
+}
+
+/* Init containers with restartPolicy Always are sidecars: their restarts
+ * break ties after the regular containers'. */
+static int32_t
+sidecar_restarts(const cJSON *obj)
+{
+	const cJSON *c, *st;
+	int32_t max = 0;
+
+	cJSON_ArrayForEach(c, rs_json_get(obj, "spec", "initContainers", NULL)) {
+		const char *rp = rs_json_str(c, "restartPolicy", NULL);
+		const char *name = rs_json_str(c, "name", NULL);
+
+		if (rp == NULL || strcmp(rp, "Always") != 0 || name == NULL)
+			continue;
+		cJSON_ArrayForEach(st, rs_json_get(obj, "status",
+		    "initContainerStatuses", NULL)) {
+			const char *n = rs_json_str(st, "name", NULL);
+			long long r = rs_json_int(st, 0, "restartCount", NULL);
+
+			if (n && strcmp(n, name) == 0 && r > max)
+				max = (int32_t)r;
+		}
+	}
+	return max;
 }
 
 static void
@@ -113,6 +141,7 @@ pod_status(struct pod *p, const cJSON *obj)
 		if (n > p->restarts)
 			p->restarts = (int32_t)n;
 	}
+	p->sidecar_restarts = sidecar_restarts(obj);
 }
 
 rs_code

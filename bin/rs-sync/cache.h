@@ -33,6 +33,7 @@ struct pod {
 	double ready_since;            /* Ready condition's lastTransitionTime */
 	int32_t cost;                  /* controller.kubernetes.io/pod-deletion-cost */
 	int32_t restarts;              /* max restartCount of its containers */
+	int32_t sidecar_restarts;      /* same, of restartable init containers */
 	uint8_t phase_rank;            /* Pending or other 0, Unknown 1, Running 2 */
 	uint8_t terminal;              /* Succeeded or Failed */
 	uint8_t ready;                 /* condition Ready is True */

@@ -67,6 +67,8 @@ rank_less(const struct ranked *x, const struct ranked *y, double now)
 	/* 7. more restarts first */
 	if (a->restarts != b->restarts)
 		return a->restarts > b->restarts;
+	if (a->sidecar_restarts != b->sidecar_restarts)
+		return a->sidecar_restarts > b->sidecar_restarts;
 	/* 8. newer first */
 	if (a->created != b->created)
 		return newer_first(a, a->created, b, b->created, now);
@@ -121,7 +123,8 @@ count_sibling(struct sync *s, const struct ctrl *sib, struct rs_strmap *seen,
 	 * by other controllers are left out: see doc/rs-sync.1) */
 	l = cache_owned(&s->cache, sib->uid);
 	for (struct pod *p = l ? l->head : NULL; p && rc == RS_OK; p = p->next)
-		if (rs_selector_matches(sib->sel, p->labels))
+		if (strcmp(p->ns, sib->ns) == 0 &&
+		    rs_selector_matches(sib->sel, p->labels))
 			rc = count_pod(seen, nodes, p);
 	l = cache_orphans(&s->cache, sib->ns);
 	for (struct pod *p = l ? l->head : NULL; p && rc == RS_OK; p = p->next)

@@ -65,8 +65,12 @@ claim(struct round *o)
 
 	l = cache_owned(&o->s->cache, r->uid);
 	for (struct pod *p = l ? l->head : NULL; p && rc == RS_OK; p = p->next) {
-		int match = rs_selector_matches(r->sel, p->labels);
+		int match;
 
+		/* upstream lists the controller's namespace only */
+		if (strcmp(p->ns, r->ns) != 0)
+			continue;
+		match = rs_selector_matches(r->sel, p->labels);
 		if (!pod_active(p)) {
 			if (match && p->deleted && !p->terminal)
 				o->terminating++;

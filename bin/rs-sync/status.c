@@ -62,7 +62,7 @@ double
 status_next_check(const struct ctrl *r, struct pod *const *v, size_t n,
     double now)
 {
-	double next = r->min_ready, left;
+	double next = -1, left;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct pod *p = v[i];
@@ -71,10 +71,12 @@ status_next_check(const struct ctrl *r, struct pod *const *v, size_t n,
 		    p->ready_since == 0)
 			continue;
 		left = p->ready_since + r->min_ready - now;
-		if (left < next)
+		if (left > 0 && (next < 0 || left < next))
 			next = left;
 	}
+	if (next < 0)
+		next = r->min_ready;
 	/* availability is strict (ready_since + minReady < now): look just
 	 * after the moment, not at it */
-	return (next > 0 ? next : 0) + 0.1;
+	return next + 0.1;
 }

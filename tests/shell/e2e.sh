@@ -12,14 +12,15 @@ oneTimeSetUp() {
 
 oneTimeTearDown() {
   stop_controller
-  if [ "${RS_KEEP_LOGS:-}" ]; then cp -r "$TMP" "$RS_KEEP_LOGS"; fi
+  if [ "${RS_KEEP_LOGS:-}" ] && [ -d "$TMP" ]; then cp -r "$TMP" "$RS_KEEP_LOGS"; fi
   rm -rf "$RS_STATE_DIR"
 }
 
+# count_is NS SELECTOR N: exactly N live pods now.
+count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
+
 # wait_count NS SELECTOR N SECONDS: until exactly N live pods.
-wait_count() {
-  wait_for "$4" test "$(count_live "$1" "$2")" -eq "$3"
-}
+wait_count() { wait_for "$4" count_is "$1" "$2" "$3"; }
 
 owner_uid() { rs_json "$1" "$2" | jq -r .metadata.uid; }
 

@@ -2,6 +2,7 @@
 # directory and namespace on the shared test cluster, and cleans both up.
 #   . "$(dirname "$0")/lib.sh"   at the top of a suite, then define tests,
 #   then end the suite with:  . "$SHUNIT2"
+export SHUNIT_COLOR=none
 top=$(cd "$(dirname "$0")/../.." && pwd)
 SHUNIT2=${SHUNIT2:-/usr/bin/shunit2}
 [ -f "$SHUNIT2" ] || SHUNIT2=/usr/share/shunit2/shunit2

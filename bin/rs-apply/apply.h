@@ -1,0 +1,179 @@
+/* apply.h: rs-apply's internal interfaces. One intent stream in, API writes
+ * out; each key's writes run in the upstream order (claims, then creates or
+ * deletes, then status, then end) while different keys run side by side on
+ * one thread over the curl multi interface. */
+#ifndef RS_APPLY_H
+#define RS_APPLY_H
+
+#include <stddef.h>
+#include <cJSON.h>
+
+#include "code.h"
+#include "kube.h"
+#include "line.h"
+#include "strmap.h"
+
+/* The controller object the writes are for; strings point into the intent's
+ * JSON tree and live as long as the intent. */
+struct owner {
+	const char *api_version, *kind, *ns, *name, *uid, *rv;
+	const char *resource;          /* replicasets | replicationcontrollers */
+	const char *component;         /* the event source */
+};
+
+enum op { OP_ADOPT, OP_RELEASE, OP_CREATE, OP_DELETE, OP_STATUS, OP_END,
+	OP_BAD };
+
+struct intent {
+	struct intent *next;
+	enum op op;
+	unsigned long lineno;
+	cJSON *json;                   /* the whole line, owned */
+	char *key;                     /* namespace/name, owned; NULL if unknown */
+	int has_owner;
+	struct owner owner;
+	const char *pod_name, *pod_uid;        /* adopt, release */
+	long count;                            /* create */
+	const cJSON *tmpl;                     /* create */
+	const cJSON *pods;                     /* delete: [{name, uid}] */
+	const cJSON *object, *old_status;      /* status */
+	int has_requeue;                       /* end */
+	double requeue_after;
+	int broken;                    /* end: synthesised, the real one was lost */
+};
+
+/* intent.c */
+/* Decodes one line. Always returns an intent (NULL only when out of memory):
+ * OP_BAD, with key set when the line named one, for a line that is not a
+ * valid intent; the reason has been logged as a warning. */
+struct intent *intent_decode(char *line, size_t len, unsigned long lineno);
+/* A line that could not be read (too long): OP_BAD without a key. */
+struct intent *intent_bad(unsigned long lineno);
+/* A synthesised end for a key whose own end never came. */
+struct intent *intent_broken_end(const char *key, unsigned long lineno);
+void intent_free(struct intent *in);
+const char *op_name(enum op op);
+/* "/apis/apps/v1/namespaces/NS/replicasets" or the v1 path for RCs. */
+char *owner_collection_path(const struct owner *o);
+
+/* key.c: one key's intents and its round state. */
+enum owner_check { CHECK_NONE, CHECK_RUNNING, CHECK_OK, CHECK_REFUSED };
+
+struct key {
+	char *name;
+	struct intent *head, *tail;    /* waiting to run */
+	int running;                   /* a step has requests in flight */
+	/* the round (reset at each end) */
+	int failed;                    /* some write failed: RETRY */
+	const char *fail_reason;       /* FailedCreate | FailedDelete, or NULL */
+	char *fail_message;            /* for the ReplicaFailure condition */
+	enum owner_check check;
+	char *check_err;               /* why adoption is refused */
+	unsigned long nreq;            /* requests sent this round (for -v) */
+};
+
+void keys_init(void);
+/* Feeds one decoded line to its key (takes in). */
+void keys_feed(struct intent *take);
+/* End of input: a key left open without its end is finished as failed. */
+void keys_input_end(unsigned long lineno);
+/* Keys alive (reading, running or waiting). */
+size_t keys_alive(void);
+/* 1 while a key's intents are being read (its end not yet seen). */
+int keys_open(void);
+/* The next waiting intent if it is a claim (adopt or release), else NULL:
+ * consecutive claims run as one step. */
+struct intent *key_take_claim(struct key *k);
+/* Called by a step when its last request completed. */
+void key_step_done(struct key *k);
+/* Records a create/delete failure for the ReplicaFailure condition; the
+ * first one of a round wins, as upstream returns the first error. */
+void key_fail(struct key *k, const char *reason, const char *message);
+
+/* The steps: each returns 1 when it has requests in flight (it will call
+ * key_step_done), 0 when it finished at once. They take their intents. */
+int claim_start(struct key *k, struct intent *first);
+int create_start(struct key *k, struct intent *in);
+int delete_start(struct key *k, struct intent *in);
+int status_start(struct key *k, struct intent *in);
+
+/* req.c: every API request goes through here. */
+typedef void (*req_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
+/* Sends (or, dry-run, prints) one request. done is called exactly once,
+ * always later from req_poll/rs_kube_run, never from inside req_send. */
+void req_send(const char *method, const char *path, const char *ctype,
+    const char *body, req_done_fn done, void *arg);
+/* Runs completions that did not need the network (dry-run, local errors);
+ * returns how many ran. */
+int req_poll(void);
+/* Requests not yet completed. */
+size_t req_pending(void);
+/* The message of a failed request, as client-go's error string would be. */
+const char *req_errmsg(rs_code rc, const struct rs_kresp *resp, char *buf,
+    size_t len);
+/* 1 when the Status carries the cause (details.causes[].reason). */
+int req_has_cause(const struct rs_kresp *resp, const char *cause);
+int req_is(rs_code rc, const struct rs_kresp *resp, const char *reason);
+
+#define CT_SMP "application/strategic-merge-patch+json"
+
+/* events.c: the upstream event recorder (record.EventRecorder with the
+ * default EventCorrelator). Best-effort, never fails a key. */
+void events_init(void);
+void event_record(const struct owner *o, const char *type, const char *reason,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* correlate.c: the EventCorrelator (spam filter, aggregator, logger). */
+struct corr_result {
+	int skip;                      /* dropped by the spam filter */
+	cJSON *event;                  /* owned by the caller */
+	int count;
+	char *patch;                   /* cJSON_free; NULL for a new event */
+};
+void corr_init(void);
+/* ev is the event as the recorder made it (borrowed); now in ns. */
+rs_code corr_correlate(const cJSON *ev, long long now_ns,
+    struct corr_result *out);
+
+/* lru.c: string-keyed LRU cache (golang/groupcache/lru as client-go uses). */
+struct lru_entry;
+struct lru {
+	struct rs_strmap map;
+	struct lru_entry *head, *tail; /* most recent first */
+	size_t len, max;
+	void (*free_value)(void *);
+};
+void lru_init(struct lru *c, size_t max, void (*free_value)(void *));
+void *lru_get(struct lru *c, const char *key);
+/* Inserts or replaces (the old value is freed), evicting the oldest. */
+rs_code lru_add(struct lru *c, const char *key, void *value);
+
+/* effects.c: rs-queue and the expectations file. */
+struct fx_opts {
+	const char *queue_path;        /* NULL: default */
+	const char *exp_path;          /* NULL: default */
+	int no_queue;
+};
+void fx_init(const struct fx_opts *o);
+/* DONE, then FORGET or RETRY, then AFTER (only without failure). */
+void fx_end(const char *key, int failed, int has_after, double after);
+/* Holds the expectations file locked shared from the first intent on, so a
+ * starting rs-sync waits for this process before it drops the records. */
+void fx_hold(void);
+void fx_lower_creations(const char *key, long n);
+void fx_deletion_observed(const char *key, const char *pod_key);
+/* Moves queue traffic without blocking; 1 while requests wait to go out. */
+int fx_io(void);
+/* Blocking: every request out and answered (at exit). */
+void fx_close(void);
+
+/* The process. */
+struct app {
+	struct rs_kube *kube;          /* NULL with --dry-run */
+	int dry_run;
+	struct rs_line_writer out;     /* --dry-run output */
+	size_t concurrency;
+};
+extern struct app app;
+
+#endif

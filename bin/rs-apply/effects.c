@@ -1,0 +1,203 @@
+/* effects.c: what rs-apply tells the rest of the controller: the end of a
+ * key to rs-queue (DONE, then FORGET or RETRY, then AFTER), and the
+ * expectations it lowers for writes that no watch event will account for.
+ * Both are opened when first needed and again after a loss (a connect or an
+ * open that fails is cheap): rs-apply may start before rs-queue listens or
+ * before rs-sync has created the expectations file. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply.h"
+#include "expectations.h"
+#include "log.h"
+#include "queue_client.h"
+#include "statedir.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static struct fx_opts opts;
+static struct rs_queue *queue;
+static int queue_warned;
+static struct rs_exp *expfile;
+static rs_code exp_warned;
+
+static int
+queue_ready(void)
+{
+	rs_code rc;
+
+	if (queue != NULL)
+		return 1;
+	errno = 0;
+	rc = rs_queue_open(opts.queue_path, &queue);
+	if (rc == RS_OK) {
+		if (queue_warned)
+			rs_warn("connected to rs-queue again");
+		queue_warned = 0;
+		return 1;
+	}
+	if (!queue_warned)
+		rs_warn("unable to connect to rs-queue at %s: %s%s%s",
+		    opts.queue_path ? opts.queue_path : "the default socket",
+		    rs_strerror(rc), errno ? ": " : "",
+		    errno ? strerror(errno) : "");
+	queue_warned = 1;
+	queue = NULL;
+	return 0;
+}
+
+static void
+queue_lost(const char *what)
+{
+	rs_warn("lost the connection to rs-queue (%s)", what);
+	rs_queue_close(queue);
+	queue = NULL;
+	queue_warned = 1;
+}
+
+static int hold_fd = -1;
+
+void
+fx_hold(void)
+{
+	char *path;
+
+	if (hold_fd >= 0 || opts.no_queue)
+		return;
+	path = opts.exp_path ? strdup(opts.exp_path) : rs_state_path("expectations");
+	if (path == NULL)
+		return;
+	hold_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (hold_fd >= 0 && flock(hold_fd, LOCK_SH) < 0) {
+		rs_warn("unable to lock %s: %s", path, strerror(errno));
+		close(hold_fd);
+		hold_fd = -1;
+	}
+	free(path);
+	if (hold_fd < 0)
+		hold_fd = -2;  /* no file: no rs-sync to wait for us; try once */
+}
+
+static struct rs_exp *
+exp_ready(void)
+{
+	struct rs_exp_opts eo = { .nocreate = 1 };
+	rs_code rc;
+
+	if (expfile != NULL)
+		return expfile;
+	rc = rs_exp_open(opts.exp_path, &eo, &expfile);
+	if (rc == RS_OK) {
+		exp_warned = RS_OK;
+		return expfile;
+	}
+	expfile = NULL;
+	/* no file: nobody raised an expectation, there is nothing to lower */
+	if (rc == RS_ENOTFOUND)
+		rs_info(2, "no expectations file yet");
+	else if (rc != exp_warned)
+		rs_warn("unable to open the expectations file: %s",
+		    rs_strerror(rc));
+	exp_warned = rc;
+	return NULL;
+}
+
+void
+fx_init(const struct fx_opts *o)
+{
+	opts = *o;
+	if (!opts.no_queue)
+		(void)queue_ready();
+	(void)exp_ready();
+}
+
+void
+fx_end(const char *key, int failed, int has_after, double after)
+{
+	rs_code rc;
+
+	if (opts.no_queue)
+		return;
+	if (!queue_ready()) {
+		rs_warn("%s: not reported to rs-queue (unreachable)", key);
+		return;
+	}
+	rc = rs_queue_done(queue, key);
+	if (rc == RS_OK)
+		rc = failed ? rs_queue_retry(queue, key) :
+		    rs_queue_forget(queue, key);
+	if (rc == RS_OK && has_after && !failed)
+		rc = rs_queue_after(queue, after, key);
+	if (rc == RS_EIO) {
+		queue_lost("sending the end of a key");
+		return;
+	}
+	if (rc != RS_OK) {
+		rs_warn("%s: unable to report to rs-queue: %s", key,
+		    rs_strerror(rc));
+		return;
+	}
+	(void)fx_io();
+}
+
+void
+fx_lower_creations(const char *key, long n)
+{
+	struct rs_exp *e = exp_ready();
+	rs_code rc;
+
+	if (e == NULL)
+		return;
+	if ((rc = rs_exp_lower_creations(e, key, n)) != RS_OK)
+		rs_warn("%s: unable to lower the creation expectation by %ld: "
+		    "%s", key, n, rs_strerror(rc));
+}
+
+void
+fx_deletion_observed(const char *key, const char *pod_key)
+{
+	struct rs_exp *e = exp_ready();
+	rs_code rc;
+
+	if (e == NULL)
+		return;
+	if ((rc = rs_exp_deletion_observed(e, key, pod_key)) != RS_OK)
+		rs_warn("%s: unable to observe the deletion of %s: %s", key,
+		    pod_key, rs_strerror(rc));
+}
+
+int
+fx_io(void)
+{
+	rs_code rc;
+
+	if (queue == NULL)
+		return 0;
+	rc = rs_queue_io(queue);
+	if (rc != RS_OK) {
+		queue_lost(rc == RS_EEOF ? "closed by rs-queue" :
+		    rs_strerror(rc));
+		return 0;
+	}
+	return (rs_queue_events(queue) & POLLOUT) != 0;
+}
+
+void
+fx_close(void)
+{
+	if (queue != NULL) {
+		if (rs_queue_sync(queue) != RS_OK)
+			rs_warn("unable to flush the last reports to rs-queue");
+		rs_queue_close(queue);
+		queue = NULL;
+	}
+	if (expfile != NULL) {
+		rs_exp_close(expfile);
+		expfile = NULL;
+	}
+}

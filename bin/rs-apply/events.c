@@ -1,0 +1,237 @@
+/* events.c: Events about the owner, as client-go's record.EventRecorder with
+ * the default broadcaster writes them: name "<owner>.<hex unix nanos>",
+ * source and reportingComponent replicaset-controller (or
+ * replication-controller), the correlator's counting and aggregation
+ * (correlate.c), a PATCH of count/lastTimestamp/message for a repeat and a
+ * POST when the repeated event is gone. Best-effort: a failed write is
+ * logged, never retried for long, and never fails a key. Writes of one event
+ * name are serialised: a repeat seen while its event is being written is
+ * sent after it, carrying the latest count. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "apply.h"
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+
+/* upstream maxQueuedEvents: past it events are dropped */
+#define MAX_PENDING 1000
+
+struct ew {
+	char *name, *ns;
+	cJSON *event;                  /* the latest state */
+	char *patch;                   /* cJSON_free; NULL: POST */
+	int creating;                  /* the request in flight is a POST */
+	int dirty;                     /* a newer state waits */
+};
+
+static struct rs_strmap writes;
+static size_t nwrites;
+static long long last_ns;
+static unsigned long dropped;
+
+void
+events_init(void)
+{
+	rs_strmap_init(&writes);
+	corr_init();
+}
+
+/* metav1.Now() in nanoseconds, strictly increasing so that two events of
+ * one object never get one name. */
+static long long
+now_ns(void)
+{
+	struct timespec ts;
+	long long n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	n = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	if (n <= last_ns)
+		n = last_ns + 1;
+	return last_ns = n;
+}
+
+static void ew_send(struct ew *w);
+
+static void
+ew_free(struct ew *w)
+{
+	rs_strmap_del(&writes, w->name);
+	nwrites--;
+	free(w->name);
+	free(w->ns);
+	cJSON_Delete(w->event);
+	cJSON_free(w->patch);
+	free(w);
+}
+
+static void
+ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct ew *w = arg;
+	char buf[128];
+
+	if (rc != RS_OK && !w->creating && !w->dirty &&
+	    req_is(rc, resp, "NotFound")) {
+		/* the event being counted is gone: write it anew */
+		cJSON_free(w->patch);
+		w->patch = NULL;
+		ew_send(w);
+		return;
+	}
+	if (rc == RS_OK)
+		rs_info(5, "event %s/%s written", w->ns, w->name);
+	else if (req_is(rc, resp, "AlreadyExists") ||
+	    req_has_cause(resp, "NamespaceTerminating"))
+		rs_info(5, "event %s/%s refused: %s", w->ns, w->name,
+		    req_errmsg(rc, resp, buf, sizeof buf));
+	else
+		rs_warn("unable to write event %s/%s: %s", w->ns, w->name,
+		    req_errmsg(rc, resp, buf, sizeof buf));
+	if (w->dirty) {
+		ew_send(w);
+		return;
+	}
+	ew_free(w);
+}
+
+static void
+ew_send(struct ew *w)
+{
+	char *path, *body = NULL;
+
+	w->dirty = 0;
+	w->creating = w->patch == NULL;
+	if (w->creating) {
+		cJSON_DeleteItemFromObjectCaseSensitive(
+		    cJSON_GetObjectItem(w->event, "metadata"), "resourceVersion");
+		body = rs_json_print(w->event);
+		if (body == NULL || asprintf(&path, "/api/v1/namespaces/%s/events",
+		    w->ns) < 0)
+			goto oom;
+		req_send("POST", path, NULL, body, ew_done, w);
+		cJSON_free(body);
+	} else {
+		if (asprintf(&path, "/api/v1/namespaces/%s/events/%s", w->ns,
+		    w->name) < 0)
+			goto oom;
+		req_send("PATCH", path, CT_SMP, w->patch, ew_done, w);
+	}
+	free(path);
+	return;
+oom:
+	rs_fatal(111, "unable to write an event: %s", rs_strerror(RS_ENOMEM));
+}
+
+/* Hands the correlated event to its writer (takes r's event and patch). */
+static void
+write_event(struct corr_result *r)
+{
+	const char *name = rs_json_str(r->event, "metadata", "name", NULL);
+	const char *ns = rs_json_str(r->event, "metadata", "namespace", NULL);
+	struct ew *w = rs_strmap_get(&writes, name);
+
+	if (w != NULL) {
+		cJSON_Delete(w->event);
+		cJSON_free(w->patch);
+		w->event = r->event;
+		w->patch = r->patch;
+		w->dirty = 1;
+		return;
+	}
+	if (nwrites >= MAX_PENDING) {
+		if (dropped++ % 100 == 0)
+			rs_warn("too many events waiting to be written: "
+			    "dropped %lu so far", dropped);
+		cJSON_Delete(r->event);
+		cJSON_free(r->patch);
+		return;
+	}
+	if ((w = calloc(1, sizeof *w)) == NULL || (w->name = strdup(name)) ==
+	    NULL || (w->ns = strdup(ns)) == NULL ||
+	    rs_strmap_put(&writes, w->name, w, NULL) != RS_OK)
+		rs_fatal(111, "unable to write an event: %s",
+		    rs_strerror(RS_ENOMEM));
+	nwrites++;
+	w->event = r->event;
+	w->patch = r->patch;
+	ew_send(w);
+}
+
+/* recorder.makeEvent plus generateEvent's source and reporting fields. */
+static cJSON *
+make_event(const struct owner *o, const char *type, const char *reason,
+    const char *message, long long t)
+{
+	cJSON *e = cJSON_CreateObject(), *m, *io, *src;
+	char name[300], ts[32];
+
+	if (e == NULL)
+		return NULL;
+	snprintf(name, sizeof name, "%s.%llx", o->name, (unsigned long long)t);
+	rs_format_rfc3339(t / 1e9, ts);
+	cJSON_AddStringToObject(e, "kind", "Event");
+	cJSON_AddStringToObject(e, "apiVersion", "v1");
+	m = cJSON_AddObjectToObject(e, "metadata");
+	cJSON_AddStringToObject(m, "name", name);
+	cJSON_AddStringToObject(m, "namespace", o->ns);
+	io = cJSON_AddObjectToObject(e, "involvedObject");
+	cJSON_AddStringToObject(io, "kind", o->kind);
+	cJSON_AddStringToObject(io, "namespace", o->ns);
+	cJSON_AddStringToObject(io, "name", o->name);
+	cJSON_AddStringToObject(io, "uid", o->uid);
+	cJSON_AddStringToObject(io, "apiVersion", o->api_version);
+	if (o->rv != NULL)
+		cJSON_AddStringToObject(io, "resourceVersion", o->rv);
+	cJSON_AddStringToObject(e, "reason", reason);
+	cJSON_AddStringToObject(e, "message", message);
+	src = cJSON_AddObjectToObject(e, "source");
+	cJSON_AddStringToObject(src, "component", o->component);
+	cJSON_AddStringToObject(e, "firstTimestamp", ts);
+	cJSON_AddStringToObject(e, "lastTimestamp", ts);
+	cJSON_AddNumberToObject(e, "count", 1);
+	cJSON_AddStringToObject(e, "type", type);
+	cJSON_AddNullToObject(e, "eventTime");
+	cJSON_AddStringToObject(e, "reportingComponent", o->component);
+	cJSON_AddStringToObject(e, "reportingInstance", "");
+	return e;
+}
+
+void
+event_record(const struct owner *o, const char *type, const char *reason,
+    const char *fmt, ...)
+{
+	struct corr_result r;
+	char message[1280];
+	long long t;
+	va_list ap;
+	cJSON *e;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof message, fmt, ap);
+	va_end(ap);
+	rs_info(3, "event %s %s/%s %s %s: %s", o->kind, o->ns, o->name, type,
+	    reason, message);
+	if (app.dry_run)
+		return;
+	t = now_ns();
+	if ((e = make_event(o, type, reason, message, t)) == NULL)
+		goto oom;
+	if (corr_correlate(e, t, &r) != RS_OK)
+		goto oom;
+	cJSON_Delete(e);
+	if (r.skip) {
+		rs_info(3, "event %s/%s %s dropped by the spam filter", o->ns,
+		    o->name, reason);
+		return;
+	}
+	write_event(&r);
+	return;
+oom:
+	rs_fatal(111, "unable to record an event: %s", rs_strerror(RS_ENOMEM));
+}

@@ -1,0 +1,241 @@
+/* key.c: the per-key state machine. A key's intents wait in a FIFO and run
+ * one step at a time in the order rs-sync wrote them (claims, creates or
+ * deletes, status, end), so that the status can carry the failure of the
+ * writes before it; different keys run side by side. A key lives from its
+ * first intent to the end that empties its FIFO. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply.h"
+#include "log.h"
+
+static struct rs_strmap keys;
+static size_t nkeys;
+static struct key *open_key;       /* its intents are being read */
+
+void
+keys_init(void)
+{
+	rs_strmap_init(&keys);
+}
+
+size_t
+keys_alive(void)
+{
+	return nkeys;
+}
+
+int
+keys_open(void)
+{
+	return open_key != NULL;
+}
+
+static struct key *
+key_get(const char *name)
+{
+	struct key *k = rs_strmap_get(&keys, name);
+
+	if (k != NULL)
+		return k;
+	if ((k = calloc(1, sizeof *k)) == NULL)
+		goto oom;
+	if ((k->name = strdup(name)) == NULL)
+		goto oom;
+	if (rs_strmap_put(&keys, k->name, k, NULL) != RS_OK)
+		goto oom;
+	nkeys++;
+	return k;
+oom:
+	rs_fatal(111, "unable to track key %s: %s", name,
+	    rs_strerror(RS_ENOMEM));
+}
+
+static void
+key_free(struct key *k)
+{
+	rs_strmap_del(&keys, k->name);
+	nkeys--;
+	if (open_key == k)
+		open_key = NULL;
+	free(k->fail_message);
+	free(k->check_err);
+	free(k->name);
+	free(k);
+}
+
+static void
+key_push(struct key *k, struct intent *in)
+{
+	in->next = NULL;
+	if (k->tail)
+		k->tail->next = in;
+	else
+		k->head = in;
+	k->tail = in;
+}
+
+static struct intent *
+key_pop(struct key *k)
+{
+	struct intent *in = k->head;
+
+	if (in != NULL) {
+		k->head = in->next;
+		if (k->head == NULL)
+			k->tail = NULL;
+		in->next = NULL;
+	}
+	return in;
+}
+
+struct intent *
+key_take_claim(struct key *k)
+{
+	if (k->head == NULL ||
+	    (k->head->op != OP_ADOPT && k->head->op != OP_RELEASE))
+		return NULL;
+	return key_pop(k);
+}
+
+void
+key_fail(struct key *k, const char *reason, const char *message)
+{
+	k->failed = 1;
+	if (k->fail_reason != NULL)
+		return;
+	k->fail_reason = reason;
+	free(k->fail_message);
+	k->fail_message = strdup(message ? message : "");
+}
+
+static void
+round_reset(struct key *k)
+{
+	k->failed = 0;
+	k->fail_reason = NULL;
+	free(k->fail_message);
+	k->fail_message = NULL;
+	k->check = CHECK_NONE;
+	free(k->check_err);
+	k->check_err = NULL;
+	k->nreq = 0;
+}
+
+static void
+key_end(struct key *k, struct intent *in)
+{
+	if (in->broken)
+		k->failed = 1;
+	if (k->failed)
+		rs_info(2, "%s: sync failed, retry (%lu requests)", k->name,
+		    k->nreq);
+	else if (in->has_requeue)
+		rs_info(2, "%s: synced, requeue after %gs (%lu requests)",
+		    k->name, in->requeue_after, k->nreq);
+	else
+		rs_info(2, "%s: synced (%lu requests)", k->name, k->nreq);
+	if (!app.dry_run)
+		fx_end(k->name, k->failed, in->has_requeue, in->requeue_after);
+	round_reset(k);
+}
+
+/* Runs one intent; 1 when it left requests in flight. */
+static int
+step_start(struct key *k, struct intent *in)
+{
+	switch (in->op) {
+	case OP_ADOPT:
+	case OP_RELEASE:
+		return claim_start(k, in);
+	case OP_CREATE:
+		return create_start(k, in);
+	case OP_DELETE:
+		return delete_start(k, in);
+	case OP_STATUS:
+		return status_start(k, in);
+	case OP_END:
+		key_end(k, in);
+		break;
+	case OP_BAD:
+		k->failed = 1;
+		break;
+	}
+	intent_free(in);
+	return 0;
+}
+
+/* Runs steps until one is in flight or the FIFO is empty; frees the key
+ * when its last end has run and nothing else waits. */
+static void
+key_run(struct key *k)
+{
+	struct intent *in;
+	int ended = 0;
+
+	while (!k->running && (in = key_pop(k)) != NULL) {
+		ended = in->op == OP_END;
+		k->running = step_start(k, in);
+	}
+	if (!k->running && k->head == NULL && ended && open_key != k)
+		key_free(k);
+}
+
+void
+key_step_done(struct key *k)
+{
+	k->running = 0;
+	key_run(k);
+}
+
+/* A key's intents are contiguous: a line for another key means the open
+ * key's end was lost (a malformed line); finish it as failed. */
+static void
+close_open(unsigned long lineno, const char *why)
+{
+	struct key *k = open_key;
+	struct intent *end;
+
+	if (k == NULL)
+		return;
+	rs_warn("line %lu: %s %s without its end line: it will be retried",
+	    lineno, why, k->name);
+	open_key = NULL;
+	if ((end = intent_broken_end(k->name, lineno)) == NULL)
+		rs_fatal(111, "unable to end key %s: %s", k->name,
+		    rs_strerror(RS_ENOMEM));
+	key_push(k, end);
+	key_run(k);
+}
+
+void
+keys_feed(struct intent *in)
+{
+	struct key *k;
+
+	if (in->key == NULL) {
+		/* no key named: it belongs to the key being read, if any */
+		if (open_key != NULL) {
+			k = open_key;
+			key_push(k, in);
+			key_run(k);
+		} else {
+			intent_free(in);
+		}
+		return;
+	}
+	if (open_key != NULL && strcmp(open_key->name, in->key) != 0)
+		close_open(in->lineno, "intents of");
+	k = key_get(in->key);
+	if (open_key == NULL && k->head == NULL && !k->running)
+		rs_info(4, "%s: intents start at line %lu", k->name, in->lineno);
+	open_key = in->op == OP_END ? NULL : k;
+	key_push(k, in);
+	key_run(k);
+}
+
+void
+keys_input_end(unsigned long lineno)
+{
+	close_open(lineno, "input ended inside the intents of");
+}

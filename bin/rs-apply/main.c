@@ -1,0 +1,340 @@
+/* rs-apply: the API writes of the ReplicaSet controller. Reads the intents
+ * rs-sync writes (doc/intents.md) on standard input and carries them out:
+ * pod creates in slow-start batches, deletes, adoptions and releases,
+ * status updates, the upstream Events, then the key's end to rs-queue.
+ * main parses flags and wires; one thread runs everything over the curl
+ * multi interface. At most --concurrency keys are in flight: past that
+ * standard input is not read, and the pipe pushes back on rs-sync. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "apply.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "log.h"
+
+#define USAGE "usage: rs-apply [flags] < intents.ndjson\n"
+
+static const char help_text[] =
+USAGE
+"Carry out the ReplicaSet controller's intents (doc/intents.md): create,\n"
+"delete, adopt and release pods, write status and Events, then report each\n"
+"key's end to rs-queue (DONE, then FORGET or RETRY, then AFTER).\n"
+"\n"
+"Flags:\n"
+"      --concurrency N      keys in flight at once (default 16); past it\n"
+"                           standard input is not read\n"
+"      --dry-run            print the requests as NDJSON lines\n"
+"                           {\"method\",\"path\",\"body\"} instead of sending\n"
+"                           them; neither rs-queue nor the expectations file\n"
+"                           is touched, no Event is written\n"
+"      --queue PATH         rs-queue socket (default $RS_STATE_DIR/queue.sock)\n"
+"      --no-queue           do not report to rs-queue (running by hand)\n"
+"      --expectations PATH  expectations file (default\n"
+"                           $RS_STATE_DIR/expectations)\n"
+"      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG,\n"
+"                           ~/.kube/config, then in-cluster)\n"
+"      --context NAME       kubeconfig context\n"
+"      --master URL         API server URL, overriding the kubeconfig\n"
+"      --kube-api-qps Q     client-side request rate, Events included\n"
+"                           (default 20; 0: unlimited)\n"
+"      --kube-api-burst N   client-side burst (default 30)\n"
+"  -v, --v N                log verbosity: 2 decisions and slow-start\n"
+"                           batches, 3 events, 4 requests, 6 request bodies\n"
+"      --log-format F       text (default) or json\n"
+"  -h, --help               this help\n"
+"\n"
+"At end of input, or on TERM or INT, rs-apply finishes the keys in flight\n"
+"and exits 0 (a key whose end line never came is reported RETRY); a second\n"
+"signal exits at once with 111.\n"
+"Exit: 0 ok, 100 usage, 111 temporary failure.\n";
+
+enum {
+	OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP,
+	OPT_KUBECONFIG, OPT_CONTEXT, OPT_MASTER, OPT_QPS, OPT_BURST,
+	OPT_LOGFMT,
+};
+
+static const struct option longopts[] = {
+	{ "concurrency", required_argument, NULL, OPT_CONC },
+	{ "dry-run", no_argument, NULL, OPT_DRY },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "no-queue", no_argument, NULL, OPT_NOQUEUE },
+	{ "expectations", required_argument, NULL, OPT_EXP },
+	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+	{ "context", required_argument, NULL, OPT_CONTEXT },
+	{ "master", required_argument, NULL, OPT_MASTER },
+	{ "kube-api-qps", required_argument, NULL, OPT_QPS },
+	{ "kube-api-burst", required_argument, NULL, OPT_BURST },
+	{ "v", required_argument, NULL, 'v' },
+	{ "log-format", required_argument, NULL, OPT_LOGFMT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct flags {
+	struct rs_kube_config_opts ko;
+	struct rs_kube_opts kopts;
+	struct fx_opts fx;
+};
+
+struct app app;
+
+static volatile sig_atomic_t got_term;
+static struct rs_line_reader input;
+static int input_done;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	if (got_term)
+		_exit(111);
+	got_term = 1;
+}
+
+__attribute__((noreturn)) static void
+usage(const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof msg, fmt, arg);
+	fprintf(stderr, "%s: fatal: %s\n" USAGE
+	    "Try 'rs-apply --help' for more information.\n", rs_log_prog(),
+	    msg);
+	exit(100);
+}
+
+static long
+num_arg(const char *s, long lo, long hi, const char *flag)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		usage("invalid value for %s", flag);
+	return v;
+}
+
+static void
+parse_flags(int argc, char **argv, struct flags *f)
+{
+	double qps;
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONC:
+			app.concurrency = num_arg(optarg, 1, 1000000,
+			    "--concurrency");
+			break;
+		case OPT_DRY: app.dry_run = 1; break;
+		case OPT_QUEUE: f->fx.queue_path = optarg; break;
+		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
+		case OPT_EXP: f->fx.exp_path = optarg; break;
+		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
+		case OPT_CONTEXT: f->ko.context = optarg; break;
+		case OPT_MASTER: f->ko.master = optarg; break;
+		case OPT_QPS:
+			qps = strtod(optarg, &end);
+			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
+				usage("invalid value for %s", "--kube-api-qps");
+			f->kopts.qps = qps;
+			break;
+		case OPT_BURST:
+			f->kopts.burst = num_arg(optarg, 1, 1000000,
+			    "--kube-api-burst");
+			break;
+		case 'v':
+			rs_log_set_verbosity(num_arg(optarg, 0, 10, "-v"));
+			break;
+		case OPT_LOGFMT:
+			if (rs_log_set_format(optarg) != 0)
+				usage("unknown log format '%s' (text or json)",
+				    optarg);
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			exit(0);
+		default:
+			usage("%s", "invalid flag");
+		}
+	}
+	if (optind < argc)
+		usage("unexpected argument '%s'", argv[optind]);
+}
+
+static void
+setup_signals(void)
+{
+	struct sigaction sa;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+}
+
+static void
+setup_kube(struct flags *f)
+{
+	struct rs_kube_config *cfg;
+	rs_code rc;
+
+	if ((rc = rs_kube_config_load(&f->ko, &cfg)) != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to load the API "
+		    "configuration: %s", rs_strerror(rc));
+	if ((rc = rs_kube_new(cfg, &f->kopts, &app.kube)) != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to set up the API client: %s",
+		    rs_strerror(rc));
+}
+
+static int
+stdin_readable(void)
+{
+	struct pollfd p = { STDIN_FILENO, POLLIN, 0 };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+static int
+may_read(void)
+{
+	return !input_done && !got_term &&
+	    (keys_alive() < app.concurrency || keys_open());
+}
+
+/* Takes the lines already buffered or readable without blocking, while
+ * fewer than --concurrency keys are in flight. */
+static void
+read_input(void)
+{
+	struct intent *in;
+	char *line;
+	size_t len;
+	rs_code rc;
+
+	while (may_read()) {
+		rc = rs_line_next(&input, &line, &len);
+		if (rc == RS_EAGAIN) {
+			if (!stdin_readable())
+				return;
+			rc = rs_line_fill(&input);
+			if (rc != RS_OK && rc != RS_EEOF && rc != RS_EAGAIN)
+				rs_fatal(111, "unable to read standard input: "
+				    "%s", rc == RS_EIO ? strerror(errno) :
+				    rs_strerror(rc));
+			continue;
+		}
+		if (rc == RS_EEOF) {
+			input_done = 1;
+			keys_input_end(input.lineno);
+			return;
+		}
+		if (rc == RS_ETOOBIG) {
+			rs_warn("line %lu: longer than %zu bytes: skipped",
+			    input.lineno, input.max);
+			in = intent_bad(input.lineno);
+		} else if (rc != RS_OK) {
+			rs_fatal(111, "unable to read standard input: %s",
+			    rs_strerror(rc));
+		} else if (len == 0) {
+			continue;
+		} else {
+			in = intent_decode(line, len, input.lineno);
+		}
+		if (in == NULL)
+			rs_fatal(111, "unable to read an intent: %s",
+			    rs_strerror(RS_ENOMEM));
+		if (!app.dry_run)
+			fx_hold();
+		keys_feed(in);
+	}
+}
+
+static void
+flush_output(void)
+{
+	if (app.dry_run && rs_line_flush(&app.out) != RS_OK)
+		rs_fatal(111, "unable to write to standard output: %s",
+		    strerror(errno));
+}
+
+static void
+run(void)
+{
+	int stopping = 0;
+
+	for (;;) {
+		int timeout, want_in;
+
+		req_poll();
+		if (got_term && !stopping) {
+			stopping = 1;
+			rs_info(1, "terminating: finishing %zu keys in flight",
+			    keys_alive());
+			keys_input_end(input.lineno);
+		}
+		read_input();
+		req_poll();
+		flush_output();
+		if ((input_done || stopping) && keys_alive() == 0 &&
+		    req_pending() == 0)
+			break;
+		want_in = may_read();
+		timeout = fx_io() ? 20 : 500;
+		if (req_pending() > 0 && app.kube != NULL) {
+			rs_kube_run(app.kube, timeout, want_in ? STDIN_FILENO :
+			    -1);
+		} else {
+			/* nothing in flight: wait for input (or a signal) */
+			struct pollfd p = { want_in ? STDIN_FILENO : -1,
+			    POLLIN, 0 };
+
+			(void)poll(&p, 1, timeout);
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct flags f = {
+		.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1" },
+	};
+	rs_code rc;
+
+	rs_log_init(argv[0]);
+	app.concurrency = 16;
+	parse_flags(argc, argv, &f);
+	setup_signals();
+	if (app.dry_run) {
+		if (rs_line_writer_init(&app.out, STDOUT_FILENO, 0) != RS_OK)
+			rs_fatal(111, "unable to allocate: %s",
+			    rs_strerror(RS_ENOMEM));
+	} else {
+		setup_kube(&f);
+		fx_init(&f.fx);
+	}
+	keys_init();
+	events_init();
+	if ((rc = rs_line_reader_init(&input, STDIN_FILENO, 0)) != RS_OK)
+		rs_fatal(111, "unable to allocate: %s", rs_strerror(rc));
+	run();
+	flush_output();
+	if (!app.dry_run)
+		fx_close();
+	rs_info(1, "input done, every key finished");
+	return 0;
+}

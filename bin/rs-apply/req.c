@@ -1,0 +1,201 @@
+/* req.c: every API request of rs-apply goes through req_send, which either
+ * hands it to the curl multi client (many in flight, the client's token
+ * bucket applying QPS and burst to all of them, events included) or, with
+ * --dry-run, prints it as one NDJSON line and completes it as a success.
+ * Completions never run inside req_send, so a step can send a whole batch
+ * before any of it comes back. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply.h"
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+
+struct req {
+	struct req *next;              /* on the deferred list */
+	req_done_fn done;
+	void *arg;
+	char *method, *path, *body;
+	int64_t start_ns;
+	rs_code rc;                    /* deferred result */
+	struct rs_kresp resp;
+};
+
+static struct req *deferred, **deferred_tail = &deferred;
+static size_t pending;
+
+size_t
+req_pending(void)
+{
+	return pending;
+}
+
+static void
+req_free(struct req *r)
+{
+	free(r->method);
+	free(r->path);
+	free(r->body);
+	free(r);
+}
+
+static void
+req_finish(struct req *r, rs_code rc, struct rs_kresp *resp)
+{
+	if (RS_V(4)) {
+		char buf[256];
+
+		rs_info(4, "%s %s: %ld%s%s (%.1f ms)", r->method, r->path,
+		    resp ? resp->code : 0L, rc == RS_OK ? "" : " ",
+		    rc == RS_OK ? "" : req_errmsg(rc, resp, buf, sizeof buf),
+		    (rs_mono_ns() - r->start_ns) / 1e6);
+	}
+	pending--;
+	r->done(r->arg, rc, resp);
+	req_free(r);
+}
+
+static void
+req_complete(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	req_finish(arg, rc, resp);
+}
+
+static void
+req_defer(struct req *r, rs_code rc, long code, const char *message)
+{
+	r->rc = rc;
+	r->resp.code = code;
+	r->resp.status.code = rc == RS_OK ? 0 : code;
+	if (message)
+		snprintf(r->resp.status.message, sizeof r->resp.status.message,
+		    "%s", message);
+	*deferred_tail = r;
+	deferred_tail = &r->next;
+}
+
+int
+req_poll(void)
+{
+	int n = 0;
+
+	while (deferred != NULL) {
+		struct req *r = deferred;
+
+		deferred = r->next;
+		if (deferred == NULL)
+			deferred_tail = &deferred;
+		req_finish(r, r->rc, &r->resp);
+		n++;
+	}
+	return n;
+}
+
+/* {"method":...,"path":...,"body":...} on stdout. */
+static void
+dry_print(const struct req *r)
+{
+	cJSON *o = cJSON_CreateObject(), *b = NULL;
+	char *s;
+
+	if (o == NULL)
+		goto oom;
+	cJSON_AddStringToObject(o, "method", r->method);
+	cJSON_AddStringToObject(o, "path", r->path);
+	if (r->body != NULL) {
+		if (rs_json_parse(r->body, strlen(r->body), &b, NULL) != RS_OK)
+			b = cJSON_CreateString(r->body);
+		cJSON_AddItemToObject(o, "body", b);
+	}
+	if ((s = rs_json_print(o)) == NULL)
+		goto oom;
+	if (rs_line_put(&app.out, s, strlen(s)) != RS_OK)
+		rs_fatal(111, "unable to write to stdout: %s", strerror(errno));
+	cJSON_free(s);
+	cJSON_Delete(o);
+	return;
+oom:
+	rs_fatal(111, "unable to print a request: %s", rs_strerror(RS_ENOMEM));
+}
+
+void
+req_send(const char *method, const char *path, const char *ctype,
+    const char *body, req_done_fn done, void *arg)
+{
+	struct req *r = calloc(1, sizeof *r);
+	rs_code rc;
+
+	if (r == NULL || (r->method = strdup(method)) == NULL ||
+	    (r->path = strdup(path)) == NULL ||
+	    (body != NULL && (r->body = strdup(body)) == NULL))
+		rs_fatal(111, "unable to send %s %s: %s", method, path,
+		    rs_strerror(RS_ENOMEM));
+	r->done = done;
+	r->arg = arg;
+	r->start_ns = rs_mono_ns();
+	pending++;
+	if (app.dry_run) {
+		dry_print(r);
+		req_defer(r, RS_OK, strcmp(method, "POST") == 0 ? 201 : 200,
+		    NULL);
+		return;
+	}
+	if (RS_V(6) && body != NULL)
+		rs_info(6, "%s %s %s", method, path, body);
+	rc = rs_kube_submit(app.kube, method, path, ctype, r->body,
+	    r->body ? strlen(r->body) : 0, req_complete, r);
+	if (rc != RS_OK)
+		req_defer(r, rc, 0, rs_strerror(rc));
+}
+
+const char *
+req_errmsg(rs_code rc, const struct rs_kresp *resp, char *buf, size_t len)
+{
+	if (resp != NULL && resp->status.message[0] != '\0')
+		return resp->status.message;
+	if (resp != NULL && resp->code != 0)
+		snprintf(buf, len, "the server responded with HTTP %ld",
+		    resp->code);
+	else
+		snprintf(buf, len, "%s", rs_strerror(rc));
+	return buf;
+}
+
+int
+req_has_cause(const struct rs_kresp *resp, const char *cause)
+{
+	const cJSON *c;
+
+	if (resp == NULL)
+		return 0;
+	cJSON_ArrayForEach(c, resp->status.causes) {
+		const char *r = rs_json_str(c, "reason", NULL);
+
+		if (r != NULL && strcmp(r, cause) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* apierrors.IsNotFound and friends: the Status reason, or the HTTP code
+ * when the server gave no reason. */
+int
+req_is(rs_code rc, const struct rs_kresp *resp, const char *reason)
+{
+	long code = 0;
+
+	if (rc == RS_OK || resp == NULL)
+		return 0;
+	if (resp->status.reason[0] != '\0')
+		return strcmp(resp->status.reason, reason) == 0;
+	if (strcmp(reason, "NotFound") == 0)
+		code = 404;
+	else if (strcmp(reason, "Invalid") == 0)
+		code = 422;
+	else if (strcmp(reason, "Conflict") == 0)
+		code = 409;
+	return code != 0 && (resp->code == code || resp->status.code == code);
+}

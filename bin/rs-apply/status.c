@@ -1,0 +1,268 @@
+/* status.c: the status write of a round (upstream calculateStatus's
+ * ReplicaFailure part and updateReplicaSetStatus with statusUpdateRetries =
+ * 1). rs-sync computed the status as if this round's writes succeed; if a
+ * create or delete failed, the ReplicaFailure condition goes in here. An
+ * unchanged status is not written. A failed PUT gets one fresh GET and one
+ * more PUT of the same status. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apply.h"
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+
+#define COND_TYPE "ReplicaFailure"
+
+struct status {
+	struct key *k;
+	struct intent *in;
+	cJSON *object;                 /* what is written, status final */
+	char *path;                    /* the object's path, no /status */
+	int retried;
+};
+
+/* What Go's typed structs would not tell apart from absent. */
+static int
+is_zero(const cJSON *v)
+{
+	if (v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v))
+		return 1;
+	if (cJSON_IsNumber(v))
+		return v->valuedouble == 0;
+	if (cJSON_IsString(v))
+		return v->valuestring[0] == '\0';
+	if (cJSON_IsArray(v) || cJSON_IsObject(v))
+		return v->child == NULL;
+	return 0;
+}
+
+/* reflect.DeepEqual of the decoded structs: absent equals zero. */
+static int
+same(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x, *y;
+
+	if (is_zero(a) && is_zero(b))
+		return 1;
+	if (a == NULL || b == NULL)
+		return 0;
+	if ((a->type & 0xff) != (b->type & 0xff))
+		return 0;
+	if (cJSON_IsNumber(a))
+		return a->valuedouble == b->valuedouble;
+	if (cJSON_IsString(a))
+		return strcmp(a->valuestring, b->valuestring) == 0;
+	if (cJSON_IsArray(a)) {
+		for (x = a->child, y = b->child; x && y; x = x->next, y = y->next)
+			if (!same(x, y))
+				return 0;
+		return x == NULL && y == NULL;
+	}
+	if (cJSON_IsObject(a)) {
+		cJSON_ArrayForEach(x, a)
+			if (!same(x, cJSON_GetObjectItemCaseSensitive(b,
+			    x->string)))
+				return 0;
+		cJSON_ArrayForEach(y, b)
+			if (cJSON_GetObjectItemCaseSensitive(a, y->string) ==
+			    NULL && !is_zero(y))
+				return 0;
+		return 1;
+	}
+	return 1;
+}
+
+static int
+cond_index(const cJSON *conds, const cJSON **found)
+{
+	const cJSON *c;
+	int i = 0;
+
+	cJSON_ArrayForEach(c, conds) {
+		const char *t = rs_json_str(c, "type", NULL);
+
+		if (t != NULL && strcmp(t, COND_TYPE) == 0) {
+			if (found)
+				*found = c;
+			return i;
+		}
+		i++;
+	}
+	return -1;
+}
+
+static cJSON *
+new_cond(const struct key *k)
+{
+	cJSON *c = cJSON_CreateObject();
+	char ts[32];
+
+	if (c == NULL)
+		return NULL;
+	rs_format_rfc3339(rs_wall_now(), ts);
+	cJSON_AddStringToObject(c, "type", COND_TYPE);
+	cJSON_AddStringToObject(c, "status", "True");
+	cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+	cJSON_AddStringToObject(c, "reason", k->fail_reason);
+	cJSON_AddStringToObject(c, "message", k->fail_message ?
+	    k->fail_message : "");
+	return c;
+}
+
+/* With a failed create or delete: the old ReplicaFailure condition if there
+ * was one (upstream leaves it untouched), else a new one at the end (as
+ * SetCondition appends). */
+static rs_code
+put_failure(const struct key *k, cJSON *status, const cJSON *old_status)
+{
+	cJSON *conds = cJSON_GetObjectItemCaseSensitive(status, "conditions");
+	const cJSON *old = NULL;
+	cJSON *c;
+	int at;
+
+	if (!cJSON_IsArray(conds)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(status, "conditions");
+		if ((conds = cJSON_AddArrayToObject(status, "conditions")) ==
+		    NULL)
+			return RS_ENOMEM;
+	}
+	while ((at = cond_index(conds, NULL)) >= 0)
+		cJSON_DeleteItemFromArray(conds, at);
+	at = cond_index(rs_json_get(old_status, "conditions", NULL), &old);
+	if (old != NULL) {
+		if ((c = cJSON_Duplicate(old, 1)) == NULL)
+			return RS_ENOMEM;
+		if (at < cJSON_GetArraySize(conds))
+			cJSON_InsertItemInArray(conds, at, c);
+		else
+			cJSON_AddItemToArray(conds, c);
+	} else {
+		if ((c = new_cond(k)) == NULL)
+			return RS_ENOMEM;
+		cJSON_AddItemToArray(conds, c);
+	}
+	return RS_OK;
+}
+
+static void
+status_free(struct status *s)
+{
+	intent_free(s->in);
+	cJSON_Delete(s->object);
+	free(s->path);
+	free(s);
+}
+
+static void
+status_finish(struct status *s)
+{
+	struct key *k = s->k;
+
+	status_free(s);
+	key_step_done(k);
+}
+
+static void put_done(void *arg, rs_code rc, struct rs_kresp *resp);
+
+static void
+send_put(struct status *s)
+{
+	char *body = rs_json_print(s->object), *path;
+
+	if (body == NULL || asprintf(&path, "%s/status", s->path) < 0)
+		rs_fatal(111, "unable to write a status: %s",
+		    rs_strerror(RS_ENOMEM));
+	s->k->nreq++;
+	req_send("PUT", path, NULL, body, put_done, s);
+	free(path);
+	cJSON_free(body);
+}
+
+static void
+get_done(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct status *s = arg;
+	cJSON *fresh = NULL, *st;
+	char buf[128];
+
+	if (rc != RS_OK || resp->body == NULL ||
+	    rs_json_parse(resp->body, resp->len, &fresh, NULL) != RS_OK ||
+	    !cJSON_IsObject(fresh)) {
+		rs_warn("%s: unable to update status: unable to read it again: "
+		    "%s", s->k->name, rc != RS_OK ? req_errmsg(rc, resp, buf,
+		    sizeof buf) : "malformed answer");
+		cJSON_Delete(fresh);
+		s->k->failed = 1;
+		status_finish(s);
+		return;
+	}
+	st = cJSON_DetachItemFromObjectCaseSensitive(s->object, "status");
+	cJSON_DeleteItemFromObjectCaseSensitive(fresh, "status");
+	cJSON_AddItemToObject(fresh, "status", st);
+	cJSON_Delete(s->object);
+	s->object = fresh;
+	send_put(s);
+}
+
+static void
+put_done(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct status *s = arg;
+	char buf[128];
+
+	if (rc == RS_OK) {
+		rs_info(4, "%s: status updated", s->k->name);
+		status_finish(s);
+		return;
+	}
+	if (s->retried) {
+		rs_warn("%s: unable to update status: %s", s->k->name,
+		    req_errmsg(rc, resp, buf, sizeof buf));
+		s->k->failed = 1;
+		status_finish(s);
+		return;
+	}
+	rs_info(2, "%s: status update failed, reading it again: %s",
+	    s->k->name, req_errmsg(rc, resp, buf, sizeof buf));
+	s->retried = 1;
+	s->k->nreq++;
+	req_send("GET", s->path, NULL, NULL, get_done, s);
+}
+
+int
+status_start(struct key *k, struct intent *in)
+{
+	struct status *s = calloc(1, sizeof *s);
+	cJSON *st;
+	char *coll;
+
+	if (s == NULL || (s->object = cJSON_Duplicate(in->object, 1)) == NULL)
+		goto oom;
+	s->k = k;
+	s->in = in;
+	st = cJSON_GetObjectItemCaseSensitive(s->object, "status");
+	if (!cJSON_IsObject(st)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(s->object, "status");
+		if ((st = cJSON_AddObjectToObject(s->object, "status")) == NULL)
+			goto oom;
+	}
+	if (k->fail_reason != NULL &&
+	    put_failure(k, st, in->old_status) != RS_OK)
+		goto oom;
+	if (in->old_status != NULL && cJSON_IsObject(in->old_status) &&
+	    same(st, in->old_status)) {
+		rs_info(4, "%s: status unchanged", k->name);
+		status_free(s);
+		return 0;
+	}
+	if ((coll = owner_collection_path(&in->owner)) == NULL ||
+	    asprintf(&s->path, "%s/%s", coll, in->owner.name) < 0)
+		goto oom;
+	free(coll);
+	send_put(s);
+	return 1;
+oom:
+	rs_fatal(111, "unable to write a status: %s", rs_strerror(RS_ENOMEM));
+}

@@ -1,0 +1,223 @@
+/* list.c: the paginated list, printed as the difference from what was
+ * printed before (everything, the first time). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "json.h"
+#include "log.h"
+#include "out.h"
+#include "reflector.h"
+
+/* After this many expired continue tokens in one list, the next attempt
+ * asks for everything at once, as client-go's pager does on the first. */
+#define LIST_EXPIRED_PAGED 1
+
+void
+list_begin(struct reflector *r, int snapshot)
+{
+	struct listing *ls = &r->ls;
+
+	if (++ls->pass == 0)
+		ls->pass = 1;
+	ls->snap_from = snapshot ? ls->pass : 0;
+	ls->active = 1;
+	free(ls->cont);
+	ls->cont = NULL;
+	ls->expired = 0;
+	ls->pages = ls->items = 0;
+	ls->t0 = rs_mono_ns();
+}
+
+/* An expired continue token: start over with a fresh pass, so that what
+ * the pages so far marked does not count; a snapshot stays one. */
+static void
+list_restart(struct reflector *r)
+{
+	uint32_t snap = r->ls.snap_from;
+	int expired = r->ls.expired + 1;
+	int64_t t0 = r->ls.t0;
+
+	list_begin(r, 0);
+	r->ls.snap_from = snap;
+	r->ls.expired = expired;
+	r->ls.t0 = t0;
+}
+
+static char *
+page_url(const struct reflector *r)
+{
+	char *q = NULL, *esc = NULL, *url;
+	long limit = r->ls.expired > LIST_EXPIRED_PAGED ? 0 : r->o->page_size;
+	int n;
+
+	if (r->ls.cont && (esc = rs_kube_escape(r->ls.cont)) == NULL)
+		return NULL;
+	if (limit > 0)
+		n = asprintf(&q, "limit=%ld%s%s", limit, esc ? "&continue=" : "",
+		    esc ? esc : "");
+	else
+		n = asprintf(&q, "%s", "");
+	free(esc);
+	if (n < 0)
+		return NULL;
+	url = reflector_url(r, q);
+	free(q);
+	return url;
+}
+
+static rs_code
+emit_gone(void *arg, const struct seen_entry *e)
+{
+	struct reflector *r = arg;
+
+	return event_emit_gone(&r->buf, r->res.plural, r->api_version,
+	    r->kind[0] ? r->kind : NULL, e);
+}
+
+/* One listed object against what was printed: new is ADDED, a changed
+ * resourceVersion is MODIFIED, a new uid under the same name is the old
+ * object's deletion (final state unknown) and an ADDED. */
+static rs_code
+list_item(struct reflector *r, cJSON *item)
+{
+	struct seen_entry *e;
+	struct objid id;
+	const char *type = NULL;
+	rs_code rc;
+
+	event_prepare(item, r->o->trim, r->api_version,
+	    r->kind[0] ? r->kind : NULL);
+	if ((rc = event_objid(item, &id)) != RS_OK) {
+		rs_warn("skipping a listed %s without name or resourceVersion",
+		    r->res.plural);
+		return RS_OK;
+	}
+	e = seen_get(&r->seen, id.key);
+	if (e == NULL)
+		type = "ADDED";
+	else if (strcmp(seen_uid(e), id.uid) != 0) {
+		if ((rc = emit_gone(r, e)) != RS_OK)
+			return rc;
+		type = "ADDED";
+	} else if (strcmp(seen_rv(e), id.rv) != 0)
+		type = "MODIFIED";
+	else if (r->ls.snap_from && e->mark < r->ls.snap_from)
+		type = "MODIFIED";
+	if (type && (rc = event_emit(&r->buf, type, r->res.plural, 0, item,
+	    0)) != RS_OK)
+		return rc;
+	r->ls.items++;
+	return seen_put(&r->seen, id.key, id.rv, id.uid, r->ls.pass);
+}
+
+/* The kind of the items: "PodList" gives "Pod". */
+static void
+learn_kind(struct reflector *r, const cJSON *list)
+{
+	const char *k = rs_json_str(list, "kind", NULL);
+	size_t n;
+
+	if (r->kind[0] || k == NULL || (n = strlen(k)) <= 4 ||
+	    strcmp(k + n - 4, "List") != 0 || n - 4 >= sizeof r->kind)
+		return;
+	memcpy(r->kind, k, n - 4);
+	r->kind[n - 4] = '\0';
+}
+
+static rs_code
+list_done(struct reflector *r, const char *rv)
+{
+	rs_code rc;
+
+	if ((rc = seen_sweep(&r->seen, r->ls.pass, emit_gone, r)) != RS_OK)
+		return rc;
+	out_flush();
+	snprintf(r->rv, sizeof r->rv, "%s", rv);
+	r->ls.active = 0;
+	free(r->ls.cont);
+	r->ls.cont = NULL;
+	rs_info(1, "listed %ld %s in %ld page%s at resourceVersion %s in %.2f s",
+	    r->ls.items, r->res.plural, r->ls.pages, r->ls.pages == 1 ? "" : "s",
+	    r->rv, (rs_mono_ns() - r->ls.t0) / 1e9);
+	return RS_OK;
+}
+
+/* One page: fetch, print, remember where the next one starts. *more is
+ * set when there is a next page. */
+static rs_code
+list_page(struct reflector *r, struct rs_kresp *resp, int *more)
+{
+	cJSON *list = NULL, *item;
+	const char *cont, *rv;
+	char *url;
+	rs_code rc;
+
+	if ((url = page_url(r)) == NULL)
+		return RS_ENOMEM;
+	rs_info(4, "GET %s", url);
+	rc = rs_kube_do(r->o->kube, "GET", url, NULL, NULL, 0, resp);
+	free(url);
+	if (rc != RS_OK)
+		return rc;
+	if (resp->body == NULL ||
+	    rs_json_parse(resp->body, resp->len, &list, NULL) != RS_OK) {
+		snprintf(resp->status.message, sizeof resp->status.message,
+		    "the list response is not JSON");
+		return RS_EPARSE;
+	}
+	rv = rs_json_str(list, "metadata", "resourceVersion", NULL);
+	if (rv == NULL || rv[0] == '\0') {
+		snprintf(resp->status.message, sizeof resp->status.message,
+		    "the list response has no resourceVersion");
+		rc = RS_EPARSE;
+		goto out;
+	}
+	learn_kind(r, list);
+	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
+		if ((rc = list_item(r, item)) != RS_OK)
+			goto out;
+	r->ls.pages++;
+	cont = rs_json_str(list, "metadata", "continue", NULL);
+	free(r->ls.cont);
+	r->ls.cont = NULL;
+	*more = cont && cont[0];
+	if (*more) {
+		if ((r->ls.cont = strdup(cont)) == NULL)
+			rc = RS_ENOMEM;
+		out_flush();
+	} else
+		rc = list_done(r, rv);
+out:
+	cJSON_Delete(list);
+	return rc;
+}
+
+rs_code
+list_run(struct reflector *r, struct rs_kresp *resp)
+{
+	int more = 1;
+	rs_code rc;
+
+	while (more) {
+		rc = list_page(r, resp, &more);
+		if (rc == RS_EAPI && resp->code == 410 && r->ls.cont) {
+			rs_info(1, "the continue token of the %s list expired "
+			    "after %ld pages (%s); listing again from the start%s",
+			    r->res.plural, r->ls.pages, resp->status.message,
+			    r->ls.expired >= LIST_EXPIRED_PAGED ?
+			    ", in one request" : "");
+			rs_kresp_free(resp);
+			memset(resp, 0, sizeof *resp);
+			list_restart(r);
+			more = 1;
+			continue;
+		}
+		if (rc != RS_OK)
+			return rc;
+		rs_kresp_free(resp);
+		memset(resp, 0, sizeof *resp);
+	}
+	return RS_OK;
+}

@@ -1,0 +1,342 @@
+/* rs-watch: list and watch Kubernetes resources, print NDJSON events.
+ * main parses flags and wires: one reflector thread per resource, one
+ * output stream, and this thread waiting on signals and on the reader of
+ * standard output going away. */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "log.h"
+#include "out.h"
+#include "reflector.h"
+#include "resource.h"
+
+#define USAGE "usage: rs-watch [flags] RESOURCE...\n"
+
+static const char help_text[] =
+USAGE
+"List and watch Kubernetes resources; print one JSON line per event:\n"
+"  {\"type\":\"ADDED|MODIFIED|DELETED\",\"resource\":\"pods\",\"object\":{...}}\n"
+"  {\"type\":\"SYNCED\",\"resource\":\"pods\"}   once a resource's list is out\n"
+"A DELETED that a relist found (the watch never delivered it) carries\n"
+"\"final_state_unknown\":true and a minimal object: apiVersion, kind and\n"
+"metadata name, namespace, uid, resourceVersion as last printed.\n"
+"\n"
+"RESOURCE: pods (po), replicasets (rs), replicationcontrollers (rc), or\n"
+"group/version/plural (apps/v1/deployments); the core group is v1/plural\n"
+"or /v1/plural.\n"
+"\n"
+"Flags:\n"
+"  -n, --namespace NS       watch one namespace (default: all)\n"
+"  -l, --selector SEL       label selector, as kubectl -l\n"
+"      --field-selector SEL field selector\n"
+"      --page-size N        objects per list page (default 500; 0: one page)\n"
+"      --no-trim            keep metadata.managedFields\n"
+"      --watch-timeout DUR  shortest server-side watch timeout; each watch\n"
+"                           asks for DUR*(1+rand) (default 5m)\n"
+"      --backoff-initial DUR  first wait after a failure (default 800ms)\n"
+"      --backoff-max DUR    longest wait before jitter (default 30s)\n"
+"      --backoff-reset DUR  quiet time that resets the backoff (default 2m)\n"
+"      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG,\n"
+"                           ~/.kube/config, then in-cluster)\n"
+"      --context NAME       kubeconfig context\n"
+"      --master URL         API server URL, overriding the kubeconfig\n"
+"      --kube-api-qps Q     client-side request rate (default 50)\n"
+"      --kube-api-burst N   client-side burst (default 100)\n"
+"  -v, --v N                log verbosity: 1 lists and relists, 2 watches,\n"
+"                           4 requests\n"
+"      --log-format F       text (default) or json\n"
+"  -h, --help               this help\n"
+"\n"
+"Signals: HUP prints a full snapshot (every object; unchanged ones as\n"
+"MODIFIED) then SYNCED again; TERM and INT flush and exit 0. A reader\n"
+"that closes the pipe ends rs-watch with exit 0.\n"
+"Exit: 0 ok, 100 usage (also: an unknown resource or a selector the\n"
+"server refuses on the first list), 111 temporary failure.\n";
+
+enum {
+	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
+	OPT_BO_MAX, OPT_BO_RESET, OPT_KUBECONFIG, OPT_CONTEXT, OPT_MASTER,
+	OPT_QPS, OPT_BURST, OPT_LOGFMT,
+};
+
+static const struct option longopts[] = {
+	{ "namespace", required_argument, NULL, 'n' },
+	{ "selector", required_argument, NULL, 'l' },
+	{ "field-selector", required_argument, NULL, OPT_FIELD },
+	{ "page-size", required_argument, NULL, OPT_PAGE },
+	{ "no-trim", no_argument, NULL, OPT_NOTRIM },
+	{ "watch-timeout", required_argument, NULL, OPT_WTIMEOUT },
+	{ "backoff-initial", required_argument, NULL, OPT_BO_INIT },
+	{ "backoff-max", required_argument, NULL, OPT_BO_MAX },
+	{ "backoff-reset", required_argument, NULL, OPT_BO_RESET },
+	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
+	{ "context", required_argument, NULL, OPT_CONTEXT },
+	{ "master", required_argument, NULL, OPT_MASTER },
+	{ "kube-api-qps", required_argument, NULL, OPT_QPS },
+	{ "kube-api-burst", required_argument, NULL, OPT_BURST },
+	{ "v", required_argument, NULL, 'v' },
+	{ "log-format", required_argument, NULL, OPT_LOGFMT },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct flags {
+	struct watch_opts wo;
+	struct rs_kube_config_opts ko;
+	struct rs_kube_opts kopts;
+	const char *label, *field;
+};
+
+static volatile sig_atomic_t got_hup, got_term;
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else
+		got_term = 1;
+}
+
+__attribute__((noreturn)) static void
+usage(const char *fmt, const char *arg)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof msg, fmt, arg);
+	fprintf(stderr, "%s: fatal: %s\n" USAGE
+	    "Try 'rs-watch --help' for more information.\n", rs_log_prog(), msg);
+	exit(100);
+}
+
+static long
+num_arg(const char *s, long lo, long hi, const char *flag)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		usage("invalid value for %s", flag);
+	return v;
+}
+
+static int64_t
+dur_arg(const char *s, const char *flag)
+{
+	int64_t ns;
+
+	if (duration_parse(s, &ns) != 0)
+		usage("invalid duration for %s (examples: 800ms, 30s, 2m)", flag);
+	return ns;
+}
+
+/* A namespace is a DNS label; checking it keeps the URL path clean. */
+static int
+ns_ok(const char *s)
+{
+	size_t n = strlen(s), i;
+
+	if (n == 0 || n > 63)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static void
+parse_flags(int argc, char **argv, struct flags *f)
+{
+	double qps;
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "n:l:v:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (!ns_ok(optarg))
+				usage("invalid namespace '%s'", optarg);
+			f->wo.ns = optarg;
+			break;
+		case 'l': f->label = optarg; break;
+		case OPT_FIELD: f->field = optarg; break;
+		case OPT_PAGE:
+			f->wo.page_size = num_arg(optarg, 0, 1000000000L,
+			    "--page-size");
+			break;
+		case OPT_NOTRIM: f->wo.trim = 0; break;
+		case OPT_WTIMEOUT:
+			f->wo.min_watch_timeout = dur_arg(optarg,
+			    "--watch-timeout") / 1000000000LL;
+			if (f->wo.min_watch_timeout < 1)
+				usage("%s must be at least 1s", "--watch-timeout");
+			break;
+		case OPT_BO_INIT:
+			f->wo.bo_initial = dur_arg(optarg, "--backoff-initial");
+			break;
+		case OPT_BO_MAX:
+			f->wo.bo_max = dur_arg(optarg, "--backoff-max");
+			break;
+		case OPT_BO_RESET:
+			f->wo.bo_reset = dur_arg(optarg, "--backoff-reset");
+			break;
+		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
+		case OPT_CONTEXT: f->ko.context = optarg; break;
+		case OPT_MASTER: f->ko.master = optarg; break;
+		case OPT_QPS:
+			qps = strtod(optarg, &end);
+			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
+				usage("invalid value for %s", "--kube-api-qps");
+			f->kopts.qps = qps;
+			break;
+		case OPT_BURST:
+			f->kopts.burst = num_arg(optarg, 1, 1000000, "--kube-api-burst");
+			break;
+		case 'v':
+			rs_log_set_verbosity(num_arg(optarg, 0, 10, "-v"));
+			break;
+		case OPT_LOGFMT:
+			if (rs_log_set_format(optarg) != 0)
+				usage("unknown log format '%s' (text or json)", optarg);
+			break;
+		case 'h':
+			fputs(help_text, stdout);
+			exit(0);
+		default:
+			usage("%s", "invalid flag");
+		}
+	}
+	if (optind >= argc)
+		usage("%s", "no resource to watch");
+}
+
+/* One reflector per resource; the same plural twice would make the
+ * "resource" field of the output ambiguous. */
+static struct reflector *
+make_reflectors(int n, char **args, const struct watch_opts *wo)
+{
+	struct reflector *rf = calloc(n, sizeof *rf);
+	struct resource res;
+	char why[512];
+	int i, j;
+
+	if (rf == NULL)
+		rs_fatal(111, "unable to allocate: %s", rs_strerror(RS_ENOMEM));
+	for (i = 0; i < n; i++) {
+		if (resource_parse(args[i], &res, why, sizeof why) != RS_OK)
+			usage("%s", why);
+		for (j = 0; j < i; j++)
+			if (strcmp(rf[j].res.plural, res.plural) == 0)
+				usage("resource '%s' given twice", res.plural);
+		if (reflector_init(&rf[i], wo, &res) != RS_OK)
+			rs_fatal(111, "unable to allocate: %s",
+			    rs_strerror(RS_ENOMEM));
+	}
+	return rf;
+}
+
+static char *
+escape_or_die(const char *s)
+{
+	char *e;
+
+	if (s == NULL)
+		return NULL;
+	if ((e = rs_kube_escape(s)) == NULL)
+		rs_fatal(111, "unable to allocate: %s", rs_strerror(RS_ENOMEM));
+	return e;
+}
+
+/* Signals reach this thread only inside ppoll; the threads block them.
+ * Standard output is polled for nothing but POLLERR/POLLHUP: on a pipe,
+ * that is the reader gone, which an idle watcher would otherwise notice
+ * only at its next event. */
+__attribute__((noreturn)) static void
+wait_loop(struct reflector *rf, int n, const sigset_t *waitmask)
+{
+	struct pollfd p = { STDOUT_FILENO, 0, 0 };
+	int i;
+
+	for (;;) {
+		if (ppoll(&p, p.fd >= 0, NULL, waitmask) < 0 && errno != EINTR)
+			rs_fatal(111, "unable to poll: %s", strerror(errno));
+		if (got_term)
+			out_exit(0);
+		if (got_hup) {
+			got_hup = 0;
+			for (i = 0; i < n; i++)
+				reflector_hup(&rf[i]);
+		}
+		if (p.revents & (POLLERR | POLLHUP))
+			out_exit(0);
+		if (p.revents & POLLNVAL)
+			p.fd = -1;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct flags f = {
+		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
+		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
+		    .bo_reset = 120000000000LL },
+		.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
+		    .user_agent = "rs-watch/0.1" },
+	};
+	struct rs_kube_config *cfg;
+	struct reflector *rf;
+	struct sigaction sa;
+	sigset_t block, waitmask;
+	rs_code rc;
+	int i, n;
+
+	rs_log_init(argv[0]);
+	parse_flags(argc, argv, &f);
+	n = argc - optind;
+	rf = make_reflectors(n, argv + optind, &f.wo);
+	f.wo.label_q = escape_or_die(f.label);
+	f.wo.field_q = escape_or_die(f.field);
+
+	if ((rc = rs_kube_config_load(&f.ko, &cfg)) != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to load the API configuration: %s",
+		    rs_strerror(rc));
+	if ((rc = rs_kube_new(cfg, &f.kopts, &f.wo.kube)) != RS_OK)
+		rs_fatal(rs_exit_code(rc), "unable to set up the API client: %s",
+		    rs_strerror(rc));
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&block);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &block, &waitmask);
+	sigdelset(&waitmask, SIGHUP);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGINT);
+
+	out_init(STDOUT_FILENO);
+	for (i = 0; i < n; i++)
+		if (reflector_start(&rf[i]) != RS_OK)
+			rs_fatal(111, "unable to start a thread: %s",
+			    strerror(errno));
+	wait_loop(rf, n, &waitmask);
+}

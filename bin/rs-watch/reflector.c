@@ -1,0 +1,185 @@
+/* reflector.c: the loop of one resource's thread, and what it does when
+ * something fails. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "out.h"
+#include "reflector.h"
+
+rs_code
+reflector_init(struct reflector *r, const struct watch_opts *o,
+    const struct resource *res)
+{
+	memset(r, 0, sizeof *r);
+	r->o = o;
+	r->res = *res;
+	resource_api_version(res, r->api_version, sizeof r->api_version);
+	seen_init(&r->seen);
+	backoff_init(&r->bo, o->bo_initial, o->bo_max, o->bo_reset);
+	atomic_init(&r->hup, 0);
+	if ((r->path = resource_path(res, o->ns)) == NULL)
+		return RS_ENOMEM;
+	return RS_OK;
+}
+
+char *
+reflector_url(const struct reflector *r, const char *query)
+{
+	const struct watch_opts *o = r->o;
+	char *url;
+
+	if (asprintf(&url, "%s?%s%s%s%s%s", r->path, query,
+	    o->label_q ? "&labelSelector=" : "", o->label_q ? o->label_q : "",
+	    o->field_q ? "&fieldSelector=" : "", o->field_q ? o->field_q : "") < 0)
+		return NULL;
+	return url;
+}
+
+void
+reflector_hup(struct reflector *r)
+{
+	atomic_store(&r->hup, 1);
+	r->stop = 1;
+}
+
+/* What went wrong, for a message: the server's Status, or the transport
+ * error that stands in for it. */
+static void
+describe(rs_code rc, const struct rs_kresp *resp, char *buf, size_t len)
+{
+	const struct rs_kstatus *st = &resp->status;
+
+	if (st->code != 0 && st->reason[0])
+		snprintf(buf, len, "%s: %s", st->reason, st->message);
+	else if (st->code != 0)
+		snprintf(buf, len, "HTTP %ld: %s", st->code, st->message);
+	else if (st->message[0])
+		snprintf(buf, len, "%s", st->message);
+	else
+		snprintf(buf, len, "%s", rs_strerror(rc));
+}
+
+/* After a failure: wait as the server asked (429 and 5xx with
+ * Retry-After) or as the backoff says, then the caller retries. */
+static void
+failed(struct reflector *r, const char *what, rs_code rc,
+    const struct rs_kresp *resp)
+{
+	long code = resp->status.code ? resp->status.code : resp->code;
+	char why[1200];
+	int64_t wait;
+
+	describe(rc, resp, why, sizeof why);
+	if (!r->synced && strcmp(what, "list") == 0 &&
+	    (code == 404 || code == 400)) {
+		/* a resource the server does not have, or a selector it does
+		 * not take: waiting will not mend the command line */
+		out_flush();
+		rs_fatal(100, "unable to list %s: %s", r->res.plural, why);
+	}
+	if ((code == 429 || code >= 500) && resp->status.retry_after > 0)
+		wait = resp->status.retry_after * 1000000000LL;
+	else
+		wait = backoff_next(&r->bo, rs_mono_ns());
+	rs_warn("unable to %s %s: %s (retrying in %.1f s)", what, r->res.plural,
+	    why, wait / 1e9);
+	sleep_ns(wait);
+}
+
+static void
+do_list(struct reflector *r)
+{
+	struct rs_kresp resp;
+	int snapshot = r->ls.snap_from != 0;
+	rs_code rc;
+
+	memset(&resp, 0, sizeof resp);
+	rc = list_run(r, &resp);
+	if (rc == RS_OK) {
+		if (!r->synced || snapshot) {
+			event_emit(&r->buf, "SYNCED", r->res.plural, 0, NULL, 1);
+			r->synced = 1;
+		}
+	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
+		out_flush();
+		rs_fatal(111, "unable to list %s: %s", r->res.plural,
+		    rs_strerror(rc));
+	} else {
+		failed(r, "list", rc, &resp);
+	}
+	rs_kresp_free(&resp);
+}
+
+static void
+do_watch(struct reflector *r)
+{
+	struct rs_kresp resp;
+	struct watch_end end;
+	rs_code rc;
+
+	memset(&resp, 0, sizeof resp);
+	rc = watch_run(r, &end, &resp);
+	if (end.expired || (rc == RS_EAPI && resp.code == 410)) {
+		rs_info(1, "watch of %s from resourceVersion %s: %s; relisting "
+		    "after 410", r->res.plural, r->rv,
+		    end.expired ? end.why : resp.status.message);
+		r->rv[0] = '\0';
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
+		out_flush();
+		rs_fatal(111, "unable to watch %s: %s", r->res.plural,
+		    rs_strerror(rc));
+	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end.why[0])) {
+		rs_warn("watch of %s ended: %s", r->res.plural, end.why);
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else if (rc != RS_OK) {
+		failed(r, "watch", rc, &resp);
+	} else if (r->stop) {
+		rs_info(2, "watch of %s stopped", r->res.plural);
+	} else if (end.ns < 1000000000LL && end.events == 0) {
+		/* a server that closes every watch at once must not make us
+		 * spin (client-go: "very short watch") */
+		rs_warn("watch of %s ended at once with nothing received",
+		    r->res.plural);
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else {
+		rs_info(2, "watch of %s ended after %.1f s and %ld events; "
+		    "watching again", r->res.plural, end.ns / 1e9, end.events);
+	}
+	rs_kresp_free(&resp);
+}
+
+static void *
+reflector_main(void *arg)
+{
+	struct reflector *r = arg;
+
+	for (;;) {
+		/* stop is cleared before hup is read, so a SIGHUP is either
+		 * seen here or stops the stream about to start */
+		r->stop = 0;
+		if (atomic_exchange(&r->hup, 0)) {
+			rs_info(1, "SIGHUP: listing %s for a full snapshot",
+			    r->res.plural);
+			list_begin(r, 1);
+		} else if (!r->ls.active && r->rv[0] == '\0') {
+			list_begin(r, 0);
+		}
+		if (r->ls.active)
+			do_list(r);
+		else
+			do_watch(r);
+	}
+	return NULL;
+}
+
+rs_code
+reflector_start(struct reflector *r)
+{
+	return pthread_create(&r->tid, NULL, reflector_main, r) == 0 ?
+	    RS_OK : RS_ENOMEM;
+}

@@ -1,0 +1,97 @@
+/* reflector.h: one resource's list and watch, as client-go's Reflector.
+ *
+ * Each resource runs in its own thread:
+ *   list (paginated) -> print the difference from what was printed -> watch
+ *   from the list's resourceVersion -> print each event -> on stream end,
+ *   watch again from the last resourceVersion seen; on 410, list again.
+ * Failures wait (backoff with jitter, or the server's Retry-After) and
+ * retry forever, as a controller's reflector does; only a first list that
+ * the server answers 404 or 400 (no such resource, bad selector) is fatal.
+ *
+ * The state the threads share with main is small: the hup flag (set by
+ * main on SIGHUP, taken by the thread) and stop (ends the current watch
+ * stream so the thread sees hup at once). */
+#ifndef RS_WATCH_REFLECTOR_H
+#define RS_WATCH_REFLECTOR_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "backoff.h"
+#include "code.h"
+#include "event.h"
+#include "kube.h"
+#include "resource.h"
+#include "seen.h"
+
+struct watch_opts {
+	struct rs_kube *kube;
+	const char *ns;                  /* NULL: all namespaces */
+	char *label_q, *field_q;         /* URL-escaped selectors, or NULL */
+	long page_size;                  /* 0: no pagination */
+	int trim;                        /* drop metadata.managedFields */
+	long min_watch_timeout;          /* seconds; the server's timeout is
+	                                    this times (1 + rand) */
+	int64_t bo_initial, bo_max, bo_reset;   /* nanoseconds */
+};
+
+/* A list in progress; it survives failed pages, which are retried. */
+struct listing {
+	int active;
+	uint32_t pass;                   /* marks what this list saw */
+	uint32_t snap_from;              /* 0, or the pass a snapshot began at */
+	char *cont;                      /* continue token of the next page */
+	int expired;                     /* continue tokens that expired */
+	long pages, items;
+	int64_t t0;
+};
+
+struct reflector {
+	const struct watch_opts *o;
+	struct resource res;
+	char api_version[320];
+	char kind[128];                  /* learned from lists and events */
+	char *path;                      /* the collection's URL path */
+	struct seen seen;
+	struct linebuf buf;
+	struct backoff bo;
+	struct listing ls;
+	char rv[256];                    /* resume point; "" when a list is due */
+	int synced;                      /* the first list is out */
+	atomic_int hup;
+	volatile int stop;
+	pthread_t tid;
+};
+
+rs_code reflector_init(struct reflector *r, const struct watch_opts *o,
+    const struct resource *res);
+rs_code reflector_start(struct reflector *r);
+/* From main on SIGHUP: relist and print everything, then SYNCED. */
+void reflector_hup(struct reflector *r);
+
+/* list.c: starts a list pass (snapshot: print unchanged objects too). */
+void list_begin(struct reflector *r, int snapshot);
+/* Runs the list in progress to its end: RS_OK with everything printed and
+ * r->rv set; otherwise the failure, with resp filled, to be retried by
+ * calling again (it goes on from the page that failed). */
+rs_code list_run(struct reflector *r, struct rs_kresp *resp);
+
+/* watch.c: how one watch stream ended. */
+struct watch_end {
+	long events;                     /* events and bookmarks received */
+	int64_t ns;                      /* how long it lasted */
+	int expired;                     /* 410: a relist is due */
+	char why[1200];                  /* an ERROR event's or parse message */
+};
+/* One watch from r->rv; prints events as they come. RS_OK when the stream
+ * ended or was stopped; otherwise the failure, resp filled, or RS_EAPI or
+ * RS_EPARSE with end->why for an ERROR event or a bad line (end->expired
+ * for a 410 one). */
+rs_code watch_run(struct reflector *r, struct watch_end *end,
+    struct rs_kresp *resp);
+
+/* "?a&labelSelector=..&fieldSelector=..": the path with the query. */
+char *reflector_url(const struct reflector *r, const char *query);
+
+#endif

@@ -1,0 +1,123 @@
+/* kube_internal.h: what kube.c, kube_stream.c, kube_multi.c and
+ * kube_status.c share; not for tools.
+ *
+ * Connections: libcurl does not support one connection cache shared by
+ * concurrent threads (CURL_LOCK_DATA_CONNECT, documented as unsupported
+ * across threads), so the share holds only DNS and TLS sessions, under
+ * locks. Blocking calls take a slot (an easy handle with a private multi,
+ * whose connection cache keeps connections alive between calls) from a
+ * pool; the asynchronous interface has its own multi. */
+#ifndef RS_KUBE_INTERNAL_H
+#define RS_KUBE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <curl/curl.h>
+
+#include "kube.h"
+#include "kube_auth.h"
+#include "ratelimit.h"
+
+#define KUBE_MAX_BODY    ((size_t)1 << 30)   /* a whole response */
+#define KUBE_MAX_LINE    ((size_t)64 << 20)  /* one line of a stream */
+#define KUBE_MAX_ERRBODY ((size_t)1 << 20)   /* an error answer kept */
+#define KUBE_POOL_IDLE   8                   /* idle slots kept */
+
+struct kslot {
+	CURL *easy;
+	CURLM *multi;
+	struct kslot *next;
+};
+
+struct kreq;
+
+struct rs_kube {
+	struct rs_kube_config *cfg;
+	struct rs_kauth *auth;
+	char *base;                   /* URL prefix (host may be the
+	                                 tls-server-name) */
+	struct curl_slist *connect_to;
+	char *host_hdr;               /* "Host: real-host:port", or NULL */
+	char *user_agent;
+	long timeout_ms;
+	long connect_ms;
+	CURLSH *share;
+	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+	pthread_mutex_t mu;           /* bucket and slot pool */
+	struct rs_bucket bucket;
+	struct kslot *idle;
+	int nidle;
+	/* The asynchronous side: one thread at a time. */
+	CURLM *multi;
+	struct kreq *wait_head, *wait_tail;   /* submitted, not started */
+	struct kreq *run_head;                /* in the multi */
+	int nwait, nrunning;
+	CURL *spare[16];              /* easy handles for reuse */
+	int nspare;
+};
+
+/* One request and its response, in any of the three interfaces. */
+struct kreq {
+	struct rs_kube *k;
+	const char *method, *path, *ctype;
+	const char *body;
+	size_t body_len;
+	long timeout_ms;              /* 0: none */
+	CURL *easy;
+	struct curl_slist *headers;
+	struct rs_kcred cred;
+	char errbuf[CURL_ERROR_SIZE];
+	struct rs_kresp resp;
+	size_t cap;
+	int retry_after;              /* Retry-After header, seconds */
+	int attempt;
+	int64_t start_ns;
+	/* Streams: fn per line when the answer is 2xx. */
+	rs_kube_line_fn fn;
+	void *fn_arg;
+	rs_code cb_rc;                /* why a callback stopped the transfer */
+	volatile int *stop;
+	char *line;
+	size_t line_len, line_cap;
+	/* Asynchronous requests own copies of what they send. */
+	char *own;
+	rs_kube_done_fn done;
+	void *done_arg;
+	int64_t not_before;
+	struct kreq *next;            /* in the wait FIFO */
+	struct kreq *rprev, *rnext;   /* in the running list */
+};
+
+/* kube.c */
+void kreq_init(struct kreq *r, struct rs_kube *k, const char *method,
+    const char *path, const char *ctype, const char *body, size_t body_len);
+/* Fetches credentials and sets every option of r->easy. */
+rs_code kreq_prepare(struct kreq *r);
+/* Turns a finished transfer into a result; RS_EAGAIN means "send it again
+ * with fresh credentials" (a 401 the credentials may fix). */
+rs_code kreq_finish(struct kreq *r, CURLcode cc);
+/* Forgets the response of a first attempt before a retry. */
+void kreq_reset(struct kreq *r);
+void kreq_release(struct kreq *r);
+/* Waits for the token bucket (blocking callers). */
+void kube_wait_token(struct rs_kube *k);
+int64_t kube_reserve(struct rs_kube *k);
+/* Runs r on a pooled slot until done, polling r->stop. */
+rs_code kube_perform(struct rs_kube *k, struct kreq *r);
+
+/* kube_multi.c: frees what is queued or in flight, without callbacks. */
+void kube_multi_drop(struct rs_kube *k);
+
+/* kube_stream.c: the write callback's line splitter. */
+size_t kube_stream_data(struct kreq *r, const char *p, size_t n);
+rs_code kube_stream_flush(struct kreq *r);
+
+/* kube_status.c */
+/* Fills st from an error answer (any body). */
+void rs_kstatus_from_body(struct rs_kstatus *st, long code,
+    const char *body, size_t len, int retry_after);
+/* Fills st for a transport failure and gives its rs_code. */
+rs_code rs_kstatus_transport(struct rs_kstatus *st, CURLcode cc,
+    const char *errbuf, const char *server);
+
+#endif

@@ -1,0 +1,165 @@
+/* kube_status.c: errors as the API server and the network give them,
+ * decoded into struct rs_kstatus. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "kube_internal.h"
+
+void
+rs_kstatus_clear(struct rs_kstatus *st)
+{
+	cJSON_Delete(st->causes);
+	memset(st, 0, sizeof *st);
+}
+
+/* The reason client-go's errors.NewGenericServerResponse gives a code
+ * when the body does not say. */
+static const char *
+reason_of(long code)
+{
+	switch (code) {
+	case 400: return "BadRequest";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "NotFound";
+	case 405: return "MethodNotAllowed";
+	case 406: return "NotAcceptable";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 413: return "RequestEntityTooLarge";
+	case 415: return "UnsupportedMediaType";
+	case 422: return "Invalid";
+	case 429: return "TooManyRequests";
+	case 500: return "InternalError";
+	case 503: return "ServiceUnavailable";
+	case 504: return "Timeout";
+	}
+	return code >= 500 ? "InternalError" : "Unknown";
+}
+
+rs_code
+rs_kstatus_rc(const struct rs_kstatus *st)
+{
+	return st->code == 404 ? RS_ENOTFOUND : RS_EAPI;
+}
+
+void
+rs_kstatus_from_json(struct rs_kstatus *st, long code, const cJSON *o)
+{
+	const char *reason = rs_json_str(o, "reason", NULL);
+	const char *msg = rs_json_str(o, "message", NULL);
+	const cJSON *causes = rs_json_get(o, "details", "causes", NULL);
+	long long ra = rs_json_int(o, 0, "details", "retryAfterSeconds", NULL);
+
+	rs_kstatus_clear(st);
+	st->code = code ? code : (long)rs_json_int(o, 0, "code", NULL);
+	snprintf(st->reason, sizeof st->reason, "%s",
+	    reason && reason[0] ? reason : reason_of(st->code));
+	if (msg && msg[0])
+		snprintf(st->message, sizeof st->message, "%s", msg);
+	else
+		snprintf(st->message, sizeof st->message, "HTTP %ld (%s)",
+		    st->code, st->reason);
+	if (cJSON_IsArray(causes))
+		st->causes = cJSON_Duplicate(causes, 1);
+	if (ra > 0 && ra < 1000000)
+		st->retry_after = (int)ra;
+}
+
+void
+rs_kstatus_from_body(struct rs_kstatus *st, long code, const char *body,
+    size_t len, int retry_after)
+{
+	const char *kind;
+	cJSON *o = NULL;
+	size_t n;
+
+	if (body && len && rs_json_parse(body, len, &o, NULL) == RS_OK &&
+	    (kind = rs_json_str(o, "kind", NULL)) != NULL &&
+	    strcmp(kind, "Status") == 0) {
+		rs_kstatus_from_json(st, code, o);
+	} else {
+		/* Not a Status (a proxy, a load balancer): its first line. */
+		rs_kstatus_clear(st);
+		st->code = code;
+		snprintf(st->reason, sizeof st->reason, "%s", reason_of(code));
+		n = body ? strcspn(body, "\r\n") : 0;
+		if (n > len)
+			n = len;
+		if (n > 200)
+			n = 200;
+		if (n)
+			snprintf(st->message, sizeof st->message,
+			    "HTTP %ld: %.*s", code, (int)n, body);
+		else
+			snprintf(st->message, sizeof st->message,
+			    "HTTP %ld (%s)", code, st->reason);
+	}
+	cJSON_Delete(o);
+	/* The header speaks for the server as a whole; it wins. */
+	if (retry_after > 0)
+		st->retry_after = retry_after;
+}
+
+static int
+is_tls(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_CRL_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_ENGINE_NOTFOUND:
+	case CURLE_SSL_ENGINE_SETFAILED:
+	case CURLE_SSL_ENGINE_INITFAILED:
+	case CURLE_SSL_SHUTDOWN_FAILED:
+	case CURLE_SSL_CLIENTCERT:
+	case CURLE_USE_SSL_FAILED:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+rs_code
+rs_kstatus_transport(struct rs_kstatus *st, CURLcode cc, const char *errbuf,
+    const char *server)
+{
+	const char *why = errbuf && errbuf[0] ? errbuf : curl_easy_strerror(cc);
+	rs_code rc;
+
+	rs_kstatus_clear(st);
+	if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+		snprintf(st->message, sizeof st->message, "certificate "
+		    "verification failed for %s: %s", server, why);
+		rc = RS_ETLS;
+	} else if (is_tls(cc)) {
+		snprintf(st->message, sizeof st->message, "TLS handshake with "
+		    "%s failed: %s", server, why);
+		rc = RS_ETLS;
+	} else if (cc == CURLE_OPERATION_TIMEDOUT) {
+		snprintf(st->message, sizeof st->message, "%s: %s", server,
+		    why);
+		rc = RS_ETIMEOUT;
+	} else if (cc == CURLE_OUT_OF_MEMORY) {
+		snprintf(st->message, sizeof st->message, "out of memory");
+		rc = RS_ENOMEM;
+	} else if (cc == CURLE_URL_MALFORMAT ||
+	    cc == CURLE_UNSUPPORTED_PROTOCOL) {
+		snprintf(st->message, sizeof st->message, "bad server URL %s: "
+		    "%s", server, why);
+		rc = RS_ECONFIG;
+	} else {
+		snprintf(st->message, sizeof st->message, "unable to reach %s: "
+		    "%s", server, why);
+		rc = RS_ENET;
+	}
+	return rc;
+}

@@ -1,0 +1,109 @@
+/* kube_stream.c: a streaming GET (a watch) cut into lines as the bytes
+ * arrive. One line is held at a time, at most KUBE_MAX_LINE bytes: a
+ * longer one stops the stream with RS_ETOOBIG rather than growing without
+ * bound (a watch cannot skip an event and stay consistent). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube_internal.h"
+
+static int
+line_append(struct kreq *r, const char *p, size_t n)
+{
+	size_t ncap;
+	char *nb;
+
+	if (r->line_len + n > KUBE_MAX_LINE) {
+		r->cb_rc = RS_ETOOBIG;
+		return -1;
+	}
+	if (r->line_len + n + 1 > r->line_cap) {
+		ncap = r->line_cap ? r->line_cap : 65536;
+		while (ncap < r->line_len + n + 1)
+			ncap *= 2;
+		if (ncap > KUBE_MAX_LINE + 1)   /* not 128 MiB for 64 */
+			ncap = KUBE_MAX_LINE + 1;
+		nb = realloc(r->line, ncap);
+		if (nb == NULL) {
+			r->cb_rc = RS_ENOMEM;
+			return -1;
+		}
+		r->line = nb;
+		r->line_cap = ncap;
+	}
+	memcpy(r->line + r->line_len, p, n);
+	r->line_len += n;
+	return 0;
+}
+
+static int
+line_emit(struct kreq *r)
+{
+	size_t n = r->line_len;
+	rs_code rc;
+
+	if (n > 0 && r->line[n - 1] == '\r')
+		n--;
+	r->line_len = 0;
+	if (n == 0)
+		return 0;
+	r->line[n] = '\0';
+	rc = r->fn(r->fn_arg, r->line, n);
+	if (rc != RS_OK) {
+		r->cb_rc = rc;
+		return -1;
+	}
+	return 0;
+}
+
+size_t
+kube_stream_data(struct kreq *r, const char *p, size_t n)
+{
+	const char *end = p + n, *nl;
+
+	while (p < end) {
+		nl = memchr(p, '\n', end - p);
+		if (line_append(r, p, (nl ? nl : end) - p) < 0)
+			return 0;
+		if (nl == NULL)
+			break;
+		if (line_emit(r) < 0)
+			return 0;
+		if (r->stop && *r->stop)
+			break;
+		p = nl + 1;
+	}
+	return n;
+}
+
+/* The stream ended cleanly: a last line without its newline is handed out
+ * too, as the line reader does at end of input. */
+rs_code
+kube_stream_flush(struct kreq *r)
+{
+	if (r->line_len == 0)
+		return RS_OK;
+	if (line_emit(r) < 0)
+		return r->cb_rc;
+	return RS_OK;
+}
+
+rs_code
+rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
+    rs_kube_line_fn fn, void *arg, volatile int *stop, struct rs_kresp *resp)
+{
+	struct kreq r;
+	rs_code rc;
+
+	kreq_init(&r, k, "GET", path, NULL, NULL, 0);
+	r.timeout_ms = timeout_ms;
+	r.fn = fn;
+	r.fn_arg = arg;
+	r.stop = stop;
+	kube_wait_token(k);
+	rc = kube_perform(k, &r);
+	*resp = r.resp;
+	memset(&r.resp, 0, sizeof r.resp);
+	kreq_release(&r);
+	return rc;
+}

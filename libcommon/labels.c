@@ -1,0 +1,146 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "labels.h"
+
+static rs_code
+refuse(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && whylen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, whylen, fmt, ap);
+		va_end(ap);
+	}
+	return RS_EPARSE;
+}
+
+/* The strings were copied in input order, so for equal keys the address
+ * tells which came last; that one must sort last to win. */
+static int
+pair_cmp(const void *a, const void *b)
+{
+	const struct rs_label *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	if (c != 0)
+		return c;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+static size_t
+count(const cJSON *obj, size_t *bytes, const char **bad)
+{
+	const cJSON *c;
+	size_t n = 0;
+
+	*bytes = 0;
+	cJSON_ArrayForEach(c, obj) {
+		if (!cJSON_IsString(c) || c->valuestring == NULL) {
+			*bad = c->string;
+			return 0;
+		}
+		*bytes += strlen(c->string) + strlen(c->valuestring) + 2;
+		n++;
+	}
+	return n;
+}
+
+static char *
+copy(char *p, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	memcpy(p, s, n);
+	return p + n;
+}
+
+rs_code
+rs_labels_from_json(const cJSON *obj, struct rs_labels **out,
+    char *why, size_t whylen)
+{
+	struct rs_labels *l;
+	const cJSON *c;
+	const char *bad = NULL;
+	size_t n = 0, bytes = 0, i, j;
+	char *p;
+
+	*out = NULL;
+	if (cJSON_IsNull(obj))
+		obj = NULL;
+	if (obj != NULL && !cJSON_IsObject(obj))
+		return refuse(why, whylen, "labels are not a JSON object");
+	if (obj != NULL) {
+		n = count(obj, &bytes, &bad);
+		if (bad != NULL)
+			return refuse(why, whylen,
+			    "label \"%s\": value is not a string", bad);
+	}
+	l = malloc(sizeof *l + n * sizeof l->kv[0] + bytes);
+	if (l == NULL)
+		return RS_ENOMEM;
+	p = (char *)&l->kv[n];
+	i = 0;
+	if (obj != NULL)
+		cJSON_ArrayForEach(c, obj) {
+			l->kv[i].key = p;
+			p = copy(p, c->string);
+			l->kv[i].value = p;
+			p = copy(p, c->valuestring);
+			i++;
+		}
+	qsort(l->kv, n, sizeof l->kv[0], pair_cmp);
+	for (i = j = 0; i < n; i++) {
+		if (i + 1 < n && strcmp(l->kv[i].key, l->kv[i + 1].key) == 0)
+			continue;
+		l->kv[j++] = l->kv[i];
+	}
+	l->n = j;
+	*out = l;
+	return RS_OK;
+}
+
+const char *
+rs_labels_get(const struct rs_labels *l, const char *key)
+{
+	size_t lo = 0, hi, mid;
+	int c;
+
+	if (l == NULL)
+		return NULL;
+	hi = l->n;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(key, l->kv[mid].key);
+		if (c == 0)
+			return l->kv[mid].value;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+int
+rs_labels_equal(const struct rs_labels *a, const struct rs_labels *b)
+{
+	size_t na = a ? a->n : 0, nb = b ? b->n : 0, i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (strcmp(a->kv[i].key, b->kv[i].key) != 0 ||
+		    strcmp(a->kv[i].value, b->kv[i].value) != 0)
+			return 0;
+	return 1;
+}
+
+void
+rs_labels_free(struct rs_labels *l)
+{
+	free(l);
+}

@@ -1,0 +1,3 @@
+# Exists with values is an invalid selector: end only
+include "replay";
+ops == ["end"]

@@ -1,0 +1,3 @@
+# In with no values is an invalid selector: end only
+include "replay";
+ops == ["end"]

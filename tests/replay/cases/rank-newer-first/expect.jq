@@ -1,0 +1,3 @@
+# rule 8: the newer pod goes first
+include "replay";
+ops == ["delete", "status", "end"] and deleted == ["web-a"]

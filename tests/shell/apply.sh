@@ -1,0 +1,545 @@
+# apply.sh: rs-apply alone, fed hand-written intents (doc/intents.md),
+# against the real test apiserver. Each test has its own namespace and, when
+# rs-queue is built, its own rs-queue server so that the DONE / FORGET /
+# RETRY / AFTER of the key can be read back from `rs-queue stats`.
+. "$(dirname "$0")/lib.sh"
+# run-all.sh counts "Ran N tests." lines: no colour codes in them
+SHUNIT_COLOR=${SHUNIT_COLOR:-none}
+
+EXP_TOOL=${EXP_TOOL:-$top/build/test/exp-tool}
+QSOCK=
+QPID=
+
+setUp() {
+  QSOCK=
+  QPID=
+  [ -n "${KUBECONFIG:-}" ] || return 0
+  command -v rs-queue >/dev/null 2>&1 || return 0
+  QSOCK=$(mktemp -u "$RS_STATE_DIR/q.XXXXXX")  # rs-queue wants a 0700 dir
+  rs-queue --queue "$QSOCK" serve 2>>"$TMP/rs-queue.log" &
+  QPID=$!
+  wait_for 10 rs-queue --queue "$QSOCK" len || { cat "$TMP/rs-queue.log"; ls -la "$TMP"; fail "rs-queue did not start"; }
+}
+
+tearDown() {
+  if [ -n "$QPID" ]; then
+    kill "$QPID" 2>/dev/null
+    wait "$QPID" 2>/dev/null
+  fi
+  QPID=
+}
+
+# apply_flags: where this test's rs-apply reports (the queue, or none).
+apply_flags() {
+  if [ -n "$QSOCK" ]; then
+    echo "--queue $QSOCK --expectations $RS_STATE_DIR/expectations"
+  else
+    echo "--no-queue --expectations $RS_STATE_DIR/expectations"
+  fi
+}
+
+# apply [FLAGS...] < intents
+apply() {
+  # shellcheck disable=SC2046  # the paths have no blanks (mktemp)
+  rs-apply $(apply_flags) "$@"
+}
+
+# q_hold KEY: the key handed out, as rs-sync would have it when it writes
+# the intents, so that rs-apply's DONE finds it processing.
+q_hold() {
+  [ -n "$QSOCK" ] || return 0
+  rs-queue --queue "$QSOCK" add "$1" >/dev/null &&
+    [ "$(rs-queue --queue "$QSOCK" get)" = "$1" ]
+}
+
+# q_stat FIELD: a number from rs-queue stats.
+q_stat() {
+  rs-queue --queue "$QSOCK" stats | jq -r ".$1"
+}
+
+# mk_rs NS NAME [REPLICAS]: a ReplicaSet (no controller runs: it just sits);
+# its JSON goes to $TMP/NS.NAME.json.
+mk_rs() {
+  kubectl create -f - >/dev/null <<EOF || return 1
+{"apiVersion":"apps/v1","kind":"ReplicaSet",
+ "metadata":{"name":"$2","namespace":"$1"},
+ "spec":{"replicas":${3:-3},"selector":{"matchLabels":{"app":"$2"}},
+  "template":{"metadata":{"labels":{"app":"$2"},"annotations":{"note":"t"}},
+   "spec":{"containers":[{"name":"c","image":"nginx"}]}}}}
+EOF
+  kubectl get rs -n "$1" "$2" -o json >"$TMP/$1.$2.json"
+}
+
+rs_json() { cat "$TMP/$1.$2.json"; }
+
+owner_of() {
+  jq -c '{apiVersion:"apps/v1",kind:"ReplicaSet",namespace:.metadata.namespace,
+    name:.metadata.name,uid:.metadata.uid,
+    resourceVersion:.metadata.resourceVersion}' "$TMP/$1.$2.json"
+}
+
+# intent OP NS NAME [EXTRA_JSON]: one intent line for the ReplicaSet NS/NAME.
+intent() {
+  jq -nc --arg op "$1" --arg key "$2/$3" --argjson owner "$(owner_of "$2" "$3")" \
+    --argjson extra "${4:-{\}}" '{op:$op,key:$key,owner:$owner} + $extra'
+}
+
+create_intent() {  # NS NAME COUNT
+  intent create "$1" "$2" "$(jq -c --argjson n "$3" '{count:$n,template:.spec.template}' "$TMP/$1.$2.json")"
+}
+
+# mk_pod NS NAME LABEL [OWNER_UID OWNER_NAME]: a bare pod, optionally owned.
+mk_pod() {
+  if [ -n "${4:-}" ]; then
+    refs=",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"$5\",\"uid\":\"$4\",\"controller\":true,\"blockOwnerDeletion\":true}]"
+  else
+    refs=
+  fi
+  kubectl create -f - >/dev/null <<EOF
+{"apiVersion":"v1","kind":"Pod","metadata":{"name":"$2","namespace":"$1",
+ "labels":{"app":"$3"}$refs},
+ "spec":{"containers":[{"name":"c","image":"nginx"}]}}
+EOF
+}
+
+pod_uid() { kubectl get pod -n "$1" "$2" -o jsonpath='{.metadata.uid}'; }
+pod_gone() { ! kubectl get pod -n "$1" "$2" >/dev/null 2>&1; }
+
+events_json() { kubectl get events -n "$1" -o json; }
+
+test_create_pods_owner_refs_and_events() {
+  need_cluster || return
+  ns=$(new_ns create)
+  mk_rs "$ns" web
+  uid=$(jq -r .metadata.uid "$TMP/$ns.web.json")
+  q_hold "$ns/web"
+  { create_intent "$ns" web 3; intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  pods=$(kubectl get pods -n "$ns" -o json)
+  assertEquals "pods created" 3 "$(echo "$pods" | jq '.items | length')"
+  assertEquals "controllerRefs" 3 "$(echo "$pods" | jq --arg u "$uid" '[.items[].metadata.ownerReferences[]
+    | select(.uid == $u and .kind == "ReplicaSet" and .apiVersion == "apps/v1" and .name == "web"
+      and .controller == true and .blockOwnerDeletion == true)] | length')"
+  assertEquals "generateName" 3 "$(echo "$pods" | jq '[.items[].metadata | select(.generateName == "web-"
+    and (.name | startswith("web-")))] | length')"
+  assertEquals "template labels and annotations" 3 "$(echo "$pods" | jq '[.items[].metadata
+    | select(.labels.app == "web" and .annotations.note == "t")] | length')"
+  names=$(echo "$pods" | jq -r '[.items[].metadata.name] | sort | join(" ")')
+  ev=$(events_json "$ns")
+  msgs=$(echo "$ev" | jq -r '[.items[] | select(.reason == "SuccessfulCreate" and .type == "Normal"
+    and .source.component == "replicaset-controller" and .involvedObject.uid == "'"$uid"'")
+    | .message | sub("^Created pod: "; "")] | sort | join(" ")')
+  assertEquals "one SuccessfulCreate per pod" "$names" "$msgs"
+  assertEquals "event names" 3 "$(echo "$ev" | jq '[.items[].metadata.name | select(test("^web\\.[0-9a-f]+$"))] | length')"
+  if [ -n "$QSOCK" ]; then
+    assertEquals "key forgotten, not retried" 0 "$(q_stat retries_total)"
+    assertEquals "key done" 0 "$(q_stat processing)"
+  fi
+}
+
+test_create_slow_start_batches() {
+  need_cluster || return
+  ns=$(new_ns batch)
+  mk_rs "$ns" web 7
+  q_hold "$ns/web"
+  { create_intent "$ns" web 7; intent end "$ns" web; } | apply -v 2 2>"$TMP/log"
+  batches=$(sed -n 's/.*creating a batch of \([0-9]*\) pods.*/\1/p' "$TMP/log" | tr '\n' ' ')
+  assertEquals "batches" "1 2 4 " "$batches"
+  assertEquals "pods" 7 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+}
+
+test_create_without_labels_is_refused() {
+  need_cluster || return
+  ns=$(new_ns nolabels)
+  mk_rs "$ns" web
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-creations "$ns/web" 2 >/dev/null
+  q_hold "$ns/web"
+  { intent create "$ns" web '{"count":2,"template":{"metadata":{},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}'
+    intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "no pod" 0 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  grep -q "unable to create pods, no labels" "$TMP/log" || fail "no refusal logged"
+  assertEquals "expectation lowered for both" 0 \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
+  [ -n "$QSOCK" ] && assertEquals "key retried" 1 "$(q_stat retries_total)"
+}
+
+test_delete_pods_one_already_gone() {
+  need_cluster || return
+  ns=$(new_ns delete)
+  mk_rs "$ns" web
+  uid=$(jq -r .metadata.uid "$TMP/$ns.web.json")
+  mk_pod "$ns" p1 web "$uid" web
+  mk_pod "$ns" p2 web "$uid" web
+  mk_pod "$ns" keep web "$uid" web
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-deletions "$ns/web" "$ns/p1" "$ns/p2" "$ns/gone" >/dev/null
+  q_hold "$ns/web"
+  { intent delete "$ns" web '{"pods":[{"name":"p1","uid":"a"},{"name":"gone","uid":"b"},{"name":"p2","uid":"c"}]}'
+    intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  pod_gone "$ns" p1 || fail "p1 still there"
+  pod_gone "$ns" p2 || fail "p2 still there"
+  pod_gone "$ns" keep && fail "keep was deleted"
+  ev=$(events_json "$ns")
+  assertEquals "SuccessfulDelete events" "Deleted pod: p1,Deleted pod: p2" \
+    "$(echo "$ev" | jq -r '[.items[] | select(.reason == "SuccessfulDelete") | .message] | sort | join(",")')"
+  assertEquals "no FailedDelete for NotFound" 0 "$(echo "$ev" | jq '[.items[] | select(.reason == "FailedDelete")] | length')"
+  # the NotFound is observed here (the watch never will); the others are
+  # left to the watch
+  rec=$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web")
+  assertEquals "deletions still expected" 2 "$(echo "$rec" | jq .del)"
+  if [ -n "$QSOCK" ]; then
+    assertEquals "NotFound does not fail the key" 0 "$(q_stat retries_total)"
+  fi
+}
+
+test_adopt_orphan() {
+  need_cluster || return
+  ns=$(new_ns adopt)
+  mk_rs "$ns" web
+  uid=$(jq -r .metadata.uid "$TMP/$ns.web.json")
+  mk_pod "$ns" orphan web
+  puid=$(pod_uid "$ns" orphan)
+  q_hold "$ns/web"
+  { intent adopt "$ns" web "{\"pod\":{\"name\":\"orphan\",\"uid\":\"$puid\"}}"
+    intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  refs=$(kubectl get pod -n "$ns" orphan -o json | jq -c '.metadata.ownerReferences')
+  assertEquals "controllerRef set" \
+    "[{\"apiVersion\":\"apps/v1\",\"blockOwnerDeletion\":true,\"controller\":true,\"kind\":\"ReplicaSet\",\"name\":\"web\",\"uid\":\"$uid\"}]" \
+    "$(echo "$refs" | jq -cS .)"
+  grep -q "GET /apis/apps/v1/namespaces/$ns/replicasets/web: 200" "$TMP/log" ||
+    fail "owner not read again before adopting"
+  [ -n "$QSOCK" ] && assertEquals "key forgotten" 0 "$(q_stat retries_total)"
+}
+
+test_adopt_refused_when_owner_uid_differs() {
+  need_cluster || return
+  ns=$(new_ns refuse)
+  mk_rs "$ns" web
+  mk_pod "$ns" orphan web
+  puid=$(pod_uid "$ns" orphan)
+  # the intent names an owner that was replaced: same name, another UID
+  jq '.metadata.uid = "00000000-0000-0000-0000-000000000001"' "$TMP/$ns.web.json" >"$TMP/x" &&
+    mv "$TMP/x" "$TMP/$ns.web.json"
+  q_hold "$ns/web"
+  { intent adopt "$ns" web "{\"pod\":{\"name\":\"orphan\",\"uid\":\"$puid\"}}"
+    intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  assertEquals "not adopted" "null" \
+    "$(kubectl get pod -n "$ns" orphan -o json | jq -c '.metadata.ownerReferences')"
+  grep -q "is gone: got uid" "$TMP/log" || fail "no refusal logged"
+  grep -q "PATCH" "$TMP/log" && fail "a patch was sent"
+  [ -n "$QSOCK" ] && assertEquals "key retried" 1 "$(q_stat retries_total)"
+}
+
+test_adopt_needs_the_pod_uid() {
+  need_cluster || return
+  ns=$(new_ns precond)
+  mk_rs "$ns" web
+  mk_pod "$ns" orphan web
+  q_hold "$ns/web"
+  # a pod of the same name but another UID (deleted and recreated)
+  { intent adopt "$ns" web '{"pod":{"name":"orphan","uid":"00000000-0000-0000-0000-000000000002"}}'
+    intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "not adopted" "null" \
+    "$(kubectl get pod -n "$ns" orphan -o json | jq -c '.metadata.ownerReferences')"
+  [ -n "$QSOCK" ] && assertEquals "key retried" 1 "$(q_stat retries_total)"
+}
+
+test_release() {
+  need_cluster || return
+  ns=$(new_ns release)
+  mk_rs "$ns" web
+  uid=$(jq -r .metadata.uid "$TMP/$ns.web.json")
+  mk_pod "$ns" owned other "$uid" web
+  puid=$(pod_uid "$ns" owned)
+  q_hold "$ns/web"
+  { intent release "$ns" web "{\"pod\":{\"name\":\"owned\",\"uid\":\"$puid\"}}"
+    intent release "$ns" web '{"pod":{"name":"vanished","uid":"x"}}'
+    intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "ownerReference removed" "null" \
+    "$(kubectl get pod -n "$ns" owned -o json | jq -c '.metadata.ownerReferences')"
+  [ -n "$QSOCK" ] && assertEquals "NotFound release is success" 0 "$(q_stat retries_total)"
+}
+
+status_intent() {  # NS NAME STATUS_JSON OLD_STATUS_JSON
+  intent status "$1" "$2" "$(jq -c --argjson st "$3" --argjson old "$4" \
+    '{object:(del(.metadata.managedFields) | .status = $st), old_status:$old}' "$TMP/$1.$2.json")"
+}
+
+test_status_written_once() {
+  need_cluster || return
+  ns=$(new_ns status)
+  mk_rs "$ns" web
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  st='{"replicas":2,"fullyLabeledReplicas":2,"observedGeneration":1}'
+  { status_intent "$ns" web "$st" "$old"; intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  kubectl get rs -n "$ns" web -o json >"$TMP/$ns.web.json"
+  assertEquals "status written" 2 "$(jq .status.replicas "$TMP/$ns.web.json")"
+  grep -q "PUT /apis/apps/v1/namespaces/$ns/replicasets/web/status: 200" "$TMP/log" ||
+    fail "not written through /status"
+  rv=$(jq -r .metadata.resourceVersion "$TMP/$ns.web.json")
+  # rs-sync's next round: the same status, now also the old one
+  cur=$(jq -c .status "$TMP/$ns.web.json")
+  { status_intent "$ns" web "$cur" "$cur"; intent end "$ns" web; } | apply -v 4 2>"$TMP/log2"
+  grep -q "PUT" "$TMP/log2" && fail "an unchanged status was written"
+  assertEquals "resourceVersion unchanged" "$rv" \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+}
+
+test_status_conflict_reads_again() {
+  need_cluster || return
+  ns=$(new_ns conflict)
+  mk_rs "$ns" web
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  # the cached object is now stale
+  kubectl label rs -n "$ns" web touched=yes >/dev/null
+  q_hold "$ns/web"
+  { status_intent "$ns" web '{"replicas":5,"observedGeneration":1}' "$old"
+    intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  assertEquals "status written on the fresh copy" 5 \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.status.replicas}')"
+  assertEquals "the label kept" yes \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.labels.touched}')"
+  assertEquals "two PUTs" 2 "$(grep -c "PUT /apis/apps/v1/namespaces/$ns/replicasets/web/status" "$TMP/log")"
+  [ -n "$QSOCK" ] && assertEquals "key forgotten" 0 "$(q_stat retries_total)"
+}
+
+test_quota_failed_create() {
+  need_cluster || return
+  ns=$(new_ns quota)
+  mk_rs "$ns" web
+  kubectl create quota q -n "$ns" --hard=pods=1 >/dev/null
+  # no kube-controller-manager here: the quota's status is ours to set
+  kubectl get quota -n "$ns" q -o json |
+    jq '.status = {hard:{pods:"1"},used:{pods:"0"}}' >"$TMP/q.json"
+  kubectl replace --subresource=status -f "$TMP/q.json" >/dev/null
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-creations "$ns/web" 3 >/dev/null
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  q_hold "$ns/web"
+  { create_intent "$ns" web 3
+    status_intent "$ns" web '{"replicas":3,"fullyLabeledReplicas":3,"observedGeneration":1}' "$old"
+    intent end "$ns" web '{"requeue_after":30}'; } | apply -v 2 2>"$TMP/log"
+  assertEquals "one pod within the quota" 1 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  assertEquals "batches stop after the failure" "1 2 " \
+    "$(sed -n 's/.*creating a batch of \([0-9]*\) pods.*/\1/p' "$TMP/log" | tr '\n' ' ')"
+  ev=$(events_json "$ns")
+  assertEquals "FailedCreate events" 2 "$(echo "$ev" | jq '[.items[] | select(.reason == "FailedCreate"
+    and .type == "Warning") | .count] | add')"
+  echo "$ev" | jq -e '[.items[] | select(.reason == "FailedCreate")][0].message
+    | test("^Error creating: pods \"web-[a-z0-9]+\" is forbidden: exceeded quota: q")' >/dev/null ||
+    fail "FailedCreate message: $(echo "$ev" | jq -c '[.items[].message]')"
+  cond=$(kubectl get rs -n "$ns" web -o json | jq -c '.status.conditions[0]')
+  assertEquals "ReplicaFailure" "ReplicaFailure True FailedCreate" \
+    "$(echo "$cond" | jq -r '"\(.type) \(.status) \(.reason)"')"
+  echo "$cond" | jq -e '.message | test("exceeded quota: q")' >/dev/null || fail "condition message: $cond"
+  assertEquals "expectations lowered for the 2 not created" 1 \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
+  if [ -n "$QSOCK" ]; then
+    assertEquals "key retried" 1 "$(q_stat retries_total)"
+    sleep 0.2  # past the RETRY's own delay
+    assertEquals "no AFTER on failure" 0 "$(q_stat waiting)"
+  fi
+}
+
+test_terminating_namespace_is_not_a_failure() {
+  need_cluster || return
+  ns=$(new_ns term)
+  mk_rs "$ns" web
+  # no namespace controller runs: the namespace stays Terminating
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+  wait_for 10 sh -c "kubectl get ns $ns -o jsonpath='{.status.phase}' | grep -q Terminating"
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-creations "$ns/web" 3 >/dev/null
+  q_hold "$ns/web"
+  { create_intent "$ns" web 3; intent end "$ns" web; } | apply -v 2 2>"$TMP/log"
+  assertEquals "every batch ran" "1 2 " \
+    "$(sed -n 's/.*creating a batch of \([0-9]*\) pods.*/\1/p' "$TMP/log" | tr '\n' ' ')"
+  assertEquals "no FailedCreate" 0 "$(events_json "$ns" | jq '[.items[] | select(.reason == "FailedCreate")] | length')"
+  assertEquals "expectations not lowered" 3 \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
+  [ -n "$QSOCK" ] && assertEquals "key forgotten" 0 "$(q_stat retries_total)"
+}
+
+test_repeated_event_counted() {
+  need_cluster || return
+  ns=$(new_ns count)
+  mk_rs "$ns" web
+  mk_pod "$ns" p web
+  del=$(intent delete "$ns" web '{"pods":[{"name":"p","uid":"u"}]}')
+  end=$(intent end "$ns" web)
+  # two rounds deleting a pod of the same name: the second event is a repeat
+  { printf '%s\n%s\n' "$del" "$end"
+    wait_for 20 pod_gone "$ns" p
+    mk_pod "$ns" p web
+    printf '%s\n%s\n' "$del" "$end"; } | apply -v 4 2>"$TMP/log"
+  pod_gone "$ns" p || fail "p not deleted the second time"
+  ev=$(events_json "$ns" | jq -c '[.items[] | select(.reason == "SuccessfulDelete")]')
+  assertEquals "one Event object" 1 "$(echo "$ev" | jq length)"
+  assertEquals "counted twice" 2 "$(echo "$ev" | jq '.[0].count')"
+  grep -q "PATCH /api/v1/namespaces/$ns/events/web\." "$TMP/log" || fail "the repeat was not a PATCH"
+}
+
+test_similar_events_aggregated() {
+  need_cluster || return
+  ns=$(new_ns aggr)
+  mk_rs "$ns" web 12
+  { create_intent "$ns" web 12; intent end "$ns" web; } | apply 2>"$TMP/log"
+  assertEquals "pods" 12 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  ev=$(events_json "$ns" | jq -c '[.items[] | select(.reason == "SuccessfulCreate")]')
+  # client-go: the 10th similar event within 10 minutes and those after it
+  # are combined into one, counted
+  assertEquals "Event objects" 10 "$(echo "$ev" | jq length)"
+  assertEquals "combined event count" 3 "$(echo "$ev" | jq '[.[] | select(.message
+    | startswith("(combined from similar events): Created pod: web-"))][0].count')"
+  assertEquals "all creations accounted for" 12 "$(echo "$ev" | jq '[.[].count] | add')"
+}
+
+test_dry_run_sends_nothing() {
+  need_cluster || return
+  ns=$(new_ns dryrun)
+  mk_rs "$ns" web
+  mk_pod "$ns" p1 web
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  { create_intent "$ns" web 3
+    intent delete "$ns" web '{"pods":[{"name":"p1","uid":"u"}]}'
+    status_intent "$ns" web '{"replicas":9}' "$old"
+    intent end "$ns" web; } |
+    rs-apply --dry-run --queue /nonexistent/q.sock --expectations /nonexistent/e >"$TMP/out" 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "requests printed" "POST POST POST DELETE PUT" \
+    "$(jq -r .method "$TMP/out" | tr '\n' ' ' | sed 's/ $//')"
+  assertEquals "create body" "web- true" \
+    "$(jq -r 'select(.method == "POST") | "\(.body.metadata.generateName) \(.body.metadata.ownerReferences[0].controller)"' "$TMP/out" | head -1)"
+  assertEquals "paths" "/api/v1/namespaces/$ns/pods/p1 /apis/apps/v1/namespaces/$ns/replicasets/web/status" \
+    "$(jq -r 'select(.method != "POST") | .path' "$TMP/out" | tr '\n' ' ' | sed 's/ $//')"
+  assertEquals "no pod created" 1 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  pod_gone "$ns" p1 && fail "p1 deleted"
+  assertEquals "status untouched" "$rv" "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "no event" 0 "$(events_json "$ns" | jq '.items | length')"
+}
+
+test_keys_concurrent_up_to_limit() {
+  need_cluster || return
+  ns=$(new_ns conc)
+  mk_rs "$ns" a
+  mk_rs "$ns" b
+  in=$(create_intent "$ns" a 1; intent end "$ns" a; create_intent "$ns" b 1; intent end "$ns" b)
+  echo "$in" | apply --concurrency 1 -v 4 2>"$TMP/log1"
+  a_end=$(grep -n "$ns/a: synced" "$TMP/log1" | cut -d: -f1)
+  b_start=$(grep -n "$ns/b: intents start" "$TMP/log1" | cut -d: -f1)
+  assertTrue "with --concurrency 1, b waits for a ($a_end < $b_start)" "[ ${a_end:-0} -lt ${b_start:-0} ]"
+  kubectl delete pods -n "$ns" --all --wait=false >/dev/null
+  echo "$in" | apply -v 4 2>"$TMP/log2"
+  a_end=$(grep -n "$ns/a: synced" "$TMP/log2" | cut -d: -f1)
+  b_start=$(grep -n "$ns/b: intents start" "$TMP/log2" | cut -d: -f1)
+  assertTrue "by default, b starts before a ends ($b_start < $a_end)" "[ ${b_start:-9999} -lt ${a_end:-0} ]"
+}
+
+test_bad_lines_retry_their_key_only() {
+  need_cluster || return
+  ns=$(new_ns bad)
+  mk_rs "$ns" a
+  mk_rs "$ns" b
+  q_hold "$ns/a"
+  q_hold "$ns/b"
+  { create_intent "$ns" a 1
+    echo 'this is not json'
+    intent end "$ns" a
+    intent frobnicate "$ns" b
+    create_intent "$ns" b 1
+    intent end "$ns" b '{"requeue_after":60}'
+    create_intent "$ns" a 1; } | apply 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  grep -q "line 2: malformed JSON" "$TMP/log" || fail "bad line not reported"
+  grep -q "line 4: unknown op" "$TMP/log" || fail "unknown op not reported"
+  grep -q "input ended inside the intents of $ns/a" "$TMP/log" || fail "missing end not reported"
+  assertEquals "the good writes still ran" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  if [ -n "$QSOCK" ]; then
+    # a: malformed line, then a round without end; b: unknown op
+    assertEquals "retries" 3 "$(q_stat retries_total)"
+    sleep 0.2  # past the RETRYs' own delays
+    assertEquals "no AFTER for a failed key" 0 "$(q_stat waiting)"
+  fi
+}
+
+test_requeue_after() {
+  need_cluster || return
+  [ -n "$QSOCK" ] || startSkipping
+  ns=$(new_ns after)
+  mk_rs "$ns" web
+  q_hold "$ns/web"
+  intent end "$ns" web '{"requeue_after":60}' | apply 2>"$TMP/log"
+  sleep 0.2  # a RETRY would be back in the queue by now, an AFTER 60 not
+  assertEquals "AFTER: waiting" 1 "$(q_stat waiting)"
+  assertEquals "one delayed add (the AFTER), no RETRY" 1 "$(q_stat retries_total)"
+  assertEquals "done" 0 "$(q_stat processing)"
+  assertEquals "not queued yet" 0 "$(q_stat len)"
+}
+
+test_replicationcontroller_owner() {
+  need_cluster || return
+  ns=$(new_ns rc)
+  kubectl create -f - >/dev/null <<EOF
+{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"legacy","namespace":"$ns"},
+ "spec":{"replicas":2,"selector":{"app":"legacy"},
+  "template":{"metadata":{"labels":{"app":"legacy"}},"spec":{"containers":[{"name":"c","image":"nginx"}]}}}}
+EOF
+  rc=$(kubectl get rc -n "$ns" legacy -o json)
+  uid=$(echo "$rc" | jq -r .metadata.uid)
+  owner=$(echo "$rc" | jq -c '{apiVersion:"v1",kind:"ReplicationController",namespace:.metadata.namespace,
+    name:.metadata.name,uid:.metadata.uid,resourceVersion:.metadata.resourceVersion}')
+  old=$(echo "$rc" | jq -c '.status // {}')
+  { echo "$rc" | jq -c --argjson o "$owner" --arg k "$ns/legacy" \
+      '{op:"create",key:$k,owner:$o,count:2,template:.spec.template}'
+    echo "$rc" | jq -c --argjson o "$owner" --arg k "$ns/legacy" --argjson old "$old" \
+      '{op:"status",key:$k,owner:$o,old_status:$old,
+        object:(del(.metadata.managedFields) | .status = {replicas:2,observedGeneration:1})}'
+    jq -nc --argjson o "$owner" --arg k "$ns/legacy" '{op:"end",key:$k,owner:$o}'; } | apply 2>"$TMP/log"
+  pods=$(kubectl get pods -n "$ns" -o json)
+  assertEquals "pods owned by the RC" 2 "$(echo "$pods" | jq --arg u "$uid" '[.items[]
+    | select(.metadata.generateName == "legacy-") | .metadata.ownerReferences[]
+    | select(.kind == "ReplicationController" and .apiVersion == "v1" and .uid == $u)] | length')"
+  assertEquals "events from replication-controller" 2 "$(events_json "$ns" | jq '[.items[]
+    | select(.reason == "SuccessfulCreate" and .source.component == "replication-controller"
+      and .involvedObject.kind == "ReplicationController")] | length')"
+  assertEquals "RC status" 2 "$(kubectl get rc -n "$ns" legacy -o jsonpath='{.status.replicas}')"
+}
+
+test_sigterm_finishes_keys_in_flight() {
+  need_cluster || return
+  ns=$(new_ns sigterm)
+  mk_rs "$ns" a
+  mk_rs "$ns" b
+  q_hold "$ns/a"
+  q_hold "$ns/b"
+  mkfifo "$TMP/fifo"
+  # shellcheck disable=SC2046
+  rs-apply $(apply_flags) -v 2 <"$TMP/fifo" 2>"$TMP/log" &
+  pid=$!
+  exec 3>"$TMP/fifo"
+  { create_intent "$ns" a 3; intent end "$ns" a; create_intent "$ns" b 1; } >&3
+  # b's end never comes: rs-sync is still writing when TERM arrives
+  wait_for 20 grep -q "$ns/b: creating a batch" "$TMP/log"
+  kill -TERM "$pid"
+  wait "$pid"
+  st=$?
+  exec 3>&-
+  rm -f "$TMP/fifo"
+  assertEquals "exit status" 0 "$st"
+  assertEquals "pods of both keys" 4 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  if [ -n "$QSOCK" ]; then
+    assertEquals "both keys done" 0 "$(q_stat processing)"
+    assertEquals "b (cut short) retried, a forgotten" 1 "$(q_stat retries_total)"
+  fi
+}
+
+test_usage() {
+  rs-apply --help >"$TMP/help"
+  assertEquals "--help exit" 0 $?
+  grep -q -- "--dry-run" "$TMP/help" || fail "--help does not list --dry-run"
+  rs-apply --concurrency 0 </dev/null 2>/dev/null
+  assertEquals "bad flag exit" 100 $?
+  rs-apply --no-such-flag </dev/null 2>/dev/null
+  assertEquals "unknown flag exit" 100 $?
+}
+
+. "$SHUNIT2"

@@ -1,0 +1,354 @@
+#!/bin/bash
+# watch.sh: rs-watch against the real test apiserver: paginated lists, event
+# order, reconnects across an apiserver restart, relist after 410 with the
+# missed deletions, signals, trimming, a closed pipe, flags.
+. "$(dirname "$0")/lib.sh"
+
+CLUSTER=$top/tests/env/cluster
+
+setUp() { OUT=$TMP/$SUITE.$$.$RANDOM; }
+
+tearDown() {
+  for p in $RS_PIDS; do kill -CONT "$p" 2>/dev/null; done
+  rs_cleanup
+  # a test that stopped the apiserver always leaves it running
+  if [ -n "${RS_TEST_CLUSTER:-}" ] && ! "$CLUSTER" status "$RS_TEST_CLUSTER"; then
+    "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1
+  fi
+}
+
+# api_curl ARGS...: curl as the admin user of the test cluster.
+api_curl() {
+  . "$RS_TEST_CLUSTER/env"
+  curl -sS --no-progress-meter --cacert "$RS_TEST_CLUSTER/ca.crt" --cert "$RS_TEST_CLUSTER/admin.crt" \
+    --key "$RS_TEST_CLUSTER/admin.key" "$@"
+}
+
+# mkpods NS N: N bare pods named p-XXXXX, created 16 at a time (seconds
+# for thousands, where kubectl create takes minutes).
+mkpods() {
+  . "$RS_TEST_CLUSTER/env"
+  _url="https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/pods"
+  echo '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-"},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}' >"$TMP/pod.json"
+  for _i in $(seq 1 "$2"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$_url"; done >"$TMP/urls.cfg"
+  api_curl --parallel --parallel-max 16 -H 'Content-Type: application/json' \
+    -d @"$TMP/pod.json" -K "$TMP/urls.cfg" -w '%{http_code}\n' | grep -cv '^201$' | grep -qx 0
+}
+
+# pod NS NAME: one bare pod.
+pod() { kubectl -n "$1" run "$2" --image=example.invalid/none --restart=Never >/dev/null; }
+
+synced_count() { grep -c '"type":"SYNCED"' "$1" 2>/dev/null; }
+synced_n() { [ "$(synced_count "$1")" -ge "$2" ]; }   # FILE N
+
+# stream_state FILE NS: "name uid resourceVersion" of the pods of NS that
+# the stream leaves when applied in order, sorted.
+stream_state() {
+  jq -r --arg ns "$2" 'select(.type != "SYNCED" and .object.metadata.namespace == $ns) |
+      [.type, .object.metadata.name, .object.metadata.uid, .object.metadata.resourceVersion] | @tsv' "$1" |
+    awk -F'\t' '$1 == "DELETED" { delete s[$2]; next } { s[$2] = $3 " " $4 }
+      END { for (k in s) print k, s[k] }' | sort
+}
+
+# server_state NS: the same, as the server lists it.
+server_state() {
+  kubectl -n "$1" get pods -o json |
+    jq -r '.items[] | "\(.metadata.name) \(.metadata.uid) \(.metadata.resourceVersion)"' | sort
+}
+
+# has_line FILE JQ-CONDITION: some line of FILE satisfies the condition.
+has_line() { jq -en "[inputs | select($2)] | length > 0" "$1" >/dev/null; }
+
+same_state() { [ "$(stream_state "$1" "$2")" = "$(server_state "$2")" ]; }   # FILE NS
+
+test_list_5000_pods_in_pages() {
+  need_cluster || return
+  ns=$(new_ns wlist)
+  mkpods "$ns" 5000
+  assertEquals "5000 pods created" 0 $?
+  assertEquals "pods on the server" 5000 "$(kubectl -n "$ns" get pods --no-headers | wc -l)"
+  rs_bg rs-watch -v 4 --page-size 100 -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED within 60 s" "wait_for 60 synced_n $OUT 1"
+  n=$(grep -n '"type":"SYNCED"' "$OUT" | head -1 | cut -d: -f1)
+  assertEquals "SYNCED is line 5001" 5001 "$n"
+  assertEquals "5000 ADDED before SYNCED" 5000 \
+    "$(head -5000 "$OUT" | jq -r 'select(.type == "ADDED") | .object.metadata.name' | sort -u | wc -l)"
+  assertEquals "one list request per 100 pods" 50 \
+    "$(grep -c "GET /api/v1/namespaces/$ns/pods?limit=100" "$OUT.log")"
+  assertEquals "apiVersion and kind added to listed items" 5000 \
+    "$(head -5000 "$OUT" | jq -r 'select(.object.kind == "Pod" and .object.apiVersion == "v1") | 1' | wc -l)"
+  rs_cleanup
+
+  # the reader goes away in the middle of the list: EPIPE, exit 0 at once
+  start=$(date +%s)
+  timeout 20 rs-watch --page-size 100 -n "$ns" pods 2>"$OUT.err" | head -1 >/dev/null
+  st=${PIPESTATUS[0]}
+  assertEquals "exit status after the reader left mid-list" 0 "$st"
+  assertTrue "quick exit" "[ $(( $(date +%s) - start )) -lt 10 ]"
+  assertEquals "nothing on stderr" "" "$(cat "$OUT.err")"
+}
+
+test_events_in_order() {
+  need_cluster || return
+  ns=$(new_ns wevents)
+  rs_bg rs-watch -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  pod "$ns" a
+  kubectl -n "$ns" label pod a step=one >/dev/null
+  kubectl -n "$ns" label pod a step=two --overwrite >/dev/null
+  kubectl -n "$ns" delete pod a --wait=false >/dev/null
+  assertTrue "DELETED arrives" "wait_for 20 grep -q '\"type\":\"DELETED\"' $OUT"
+  types=$(jq -r 'select(.object.metadata.name == "a") | .type' "$OUT" | uniq | tr '\n' ' ')
+  assertEquals "event types in order" "ADDED MODIFIED DELETED " "$types"
+  labels=$(jq -r 'select(.object.metadata.name == "a" and .type == "MODIFIED") | .object.metadata.labels.step // "-"' "$OUT" | uniq | tr '\n' ' ')
+  assertEquals "updates in order" "one two " "$labels"
+  rvs=$(jq -r 'select(.object.metadata.name == "a") | .object.metadata.resourceVersion' "$OUT")
+  assertEquals "resourceVersions increase" "$(echo "$rvs" | sort -n)" "$rvs"
+  assertEquals "no final_state_unknown on a watched deletion" 0 \
+    "$(grep -c final_state_unknown "$OUT")"
+}
+
+# Changes go on while the apiserver is stopped and started: rs-watch
+# retries, resumes or relists, and the stream applied in order gives
+# exactly what the server has.
+test_apiserver_restart_converges() {
+  need_cluster || return
+  ns=$(new_ns wrestart)
+  for i in 1 2 3 4 5; do pod "$ns" s$i; done
+  rs_bg rs-watch -v 2 --backoff-max 2s -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  ( i=0
+    while [ ! -f "$OUT.stop" ]; do
+      pod "$ns" c$i 2>/dev/null
+      kubectl -n "$ns" label pod "c$((i - 1))" round=$i 2>/dev/null >&2
+      kubectl -n "$ns" delete pod "c$((i - 2))" --wait=false 2>/dev/null >&2
+      i=$((i + 1))
+    done ) &
+  churn=$!
+  sleep 2
+  "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
+  kubectl -n "$ns" delete pod s1 --wait=false >/dev/null 2>&1   # fails: down
+  sleep 2
+  "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
+  assertTrue "apiserver back" "$CLUSTER status $RS_TEST_CLUSTER"
+  kubectl -n "$ns" delete pod s1 s2 --wait=false >/dev/null
+  kubectl -n "$ns" label pod s3 after=restart >/dev/null
+  sleep 3
+  touch "$OUT.stop"
+  wait "$churn"
+  assertTrue "stream applied in order equals the server's pods" "wait_for 60 same_state $OUT $ns"
+  if ! same_state "$OUT" "$ns"; then
+    diff <(stream_state "$OUT" "$ns") <(server_state "$ns") | head -20
+    tail -20 "$OUT.log"
+  fi
+  assertTrue "the watch failed and was retried" "grep -q 'unable to watch pods' $OUT.log"
+  assertTrue "s3's update arrived" \
+    "has_line $OUT '.object.metadata.name == \"s3\" and .object.metadata.labels.after == \"restart\"'"
+  assertEquals "one SYNCED only" 1 "$(synced_count "$OUT")"
+}
+
+# Deletions that rs-watch cannot see: it is stopped while the apiserver is
+# restarted (its watch connection dies), objects change, and the apiserver
+# restarts once more, so that its watch cache starts after the changes and
+# the resourceVersion rs-watch resumes from is too old: 410, relist. etcd
+# is compacted too, so that a watch served from etcd is refused as well.
+test_relist_after_410_reports_missed_deletions() {
+  need_cluster || return
+  ns=$(new_ns wgone)
+  for i in 1 2 3 4; do pod "$ns" p$i; done
+  rs_bg rs-watch -v 2 --backoff-max 2s -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  uid1=$(kubectl -n "$ns" get pod p1 -o jsonpath='{.metadata.uid}')
+  uid2=$(kubectl -n "$ns" get pod p2 -o jsonpath='{.metadata.uid}')
+  kill -STOP "$w"
+  "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
+  "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
+  kubectl -n "$ns" delete pod p1 p2 --wait=false >/dev/null
+  kubectl -n "$ns" label pod p3 seen=no >/dev/null
+  pod "$ns" p5
+  "$CLUSTER" restart-apiserver "$RS_TEST_CLUSTER"
+  "$CLUSTER" compact "$RS_TEST_CLUSTER" >/dev/null
+  lines=$(wc -l <"$OUT")
+  kill -CONT "$w"
+  assertTrue "relisted after 410" "wait_for 60 grep -q 'relisting after 410' $OUT.log"
+  assertTrue "stream equals the server" "wait_for 30 same_state $OUT $ns"
+  tail -n +"$((lines + 1))" "$OUT" >"$OUT.after"
+  assertEquals "p1 and p2 deleted with final state unknown" \
+    "p1 $uid1 true
+p2 $uid2 true" \
+    "$(jq -r 'select(.type == "DELETED") | "\(.object.metadata.name) \(.object.metadata.uid) \(.final_state_unknown)"' "$OUT.after" | sort)"
+  assertEquals "p3's change as MODIFIED" "no" \
+    "$(jq -r 'select(.type == "MODIFIED" and .object.metadata.name == "p3") | .object.metadata.labels.seen' "$OUT.after")"
+  assertEquals "p5 as ADDED" "p5" \
+    "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT.after")"
+  assertEquals "p4 unchanged, not printed" 0 \
+    "$(jq -r 'select(.object.metadata.name == "p4")' "$OUT.after" | wc -l)"
+  assertEquals "no SYNCED for a relist" 1 "$(synced_count "$OUT")"
+  [ "$(grep -c 'relisting after 410' "$OUT.log")" -ge 1 ] || tail -20 "$OUT.log"
+}
+
+test_head_exits_at_once() {
+  need_cluster || return
+  ns=$(new_ns whead)
+  for i in 1 2 3; do pod "$ns" h$i; done
+  for what in "-n $ns pods" "-n $ns replicasets"; do
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout 20 rs-watch $what 2>"$OUT.err" | head -1 >"$OUT.first"
+    st=${PIPESTATUS[0]}
+    assertEquals "rs-watch $what | head -1: exit status" 0 "$st"
+    assertTrue "rs-watch $what | head -1: at once" "[ $(( $(date +%s) - start )) -lt 5 ]"
+    assertTrue "a whole line" "jq -e .type $OUT.first"
+    assertEquals "quiet" "" "$(cat "$OUT.err")"
+  done
+}
+
+test_sighup_prints_a_snapshot() {
+  need_cluster || return
+  ns=$(new_ns whup)
+  for i in 1 2 3; do pod "$ns" k$i; done
+  rs_bg rs-watch -v 1 -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  kubectl -n "$ns" delete pod k1 --wait=false >/dev/null
+  kubectl -n "$ns" label pod k2 x=y >/dev/null
+  assertTrue "watched deletion" "wait_for 20 grep -q '\"DELETED\"' $OUT"
+  assertTrue "watched update" "wait_for 20 grep -q '\"MODIFIED\"' $OUT"
+  lines=$(wc -l <"$OUT")
+  kill -HUP "$w"
+  assertTrue "second SYNCED" "wait_for 20 synced_n $OUT 2"
+  assertEquals "the snapshot: every live pod as MODIFIED, then SYNCED" \
+    "MODIFIED k2 $(kubectl -n "$ns" get pod k2 -o jsonpath='{.metadata.resourceVersion}')
+MODIFIED k3 $(kubectl -n "$ns" get pod k3 -o jsonpath='{.metadata.resourceVersion}')
+SYNCED null null" \
+    "$(tail -n +"$((lines + 1))" "$OUT" | jq -r '"\(.type) \(.object.metadata.name) \(.object.metadata.resourceVersion)"' | sort)"
+  assertTrue "still watching after the snapshot" "kill -0 $w"
+  pod "$ns" k4
+  assertTrue "events after the snapshot" "wait_for 20 grep -q '\"name\":\"k4\"' $OUT"
+}
+
+test_sigterm_and_sigint_exit_0() {
+  need_cluster || return
+  ns=$(new_ns wterm)
+  pod "$ns" t1
+  for sig in TERM INT; do
+    rs-watch -n "$ns" pods replicasets >"$OUT.$sig" 2>"$OUT.log" &
+    w=$!
+    assertTrue "SYNCED" "wait_for 20 synced_n $OUT.$sig 2"
+    kill -"$sig" "$w"
+    wait "$w"
+    assertEquals "exit status after SIG$sig" 0 $?
+    assertEquals "lines flushed" 3 "$(jq -c . "$OUT.$sig" | wc -l)"
+  done
+}
+
+test_managed_fields_trimmed_unless_no_trim() {
+  need_cluster || return
+  ns=$(new_ns wtrim)
+  pod "$ns" m1
+  assertTrue "the server keeps managedFields" \
+    "kubectl -n $ns get pod m1 -o json --show-managed-fields | jq -e '.metadata.managedFields | length > 0'"
+  rs_bg rs-watch -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  rs_bg rs-watch --no-trim -n "$ns" pods >"$OUT.full" 2>"$OUT.log2"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  assertTrue "SYNCED (--no-trim)" "wait_for 20 synced_n $OUT.full 1"
+  pod "$ns" m2
+  assertTrue "m2 seen" "wait_for 20 grep -q '\"name\":\"m2\"' $OUT"
+  assertTrue "m2 seen (--no-trim)" "wait_for 20 grep -q '\"name\":\"m2\"' $OUT.full"
+  assertEquals "trimmed: listed and watched" 0 \
+    "$(jq -r 'select(.object.metadata.managedFields != null) | 1' "$OUT" | wc -l)"
+  assertEquals "kept with --no-trim: listed and watched" 2 \
+    "$(jq -r 'select(.object.metadata.managedFields | length > 0) | .object.metadata.name' "$OUT.full" | sort -u | wc -l)"
+}
+
+test_several_resources_share_one_stream() {
+  need_cluster || return
+  ns=$(new_ns wmulti)
+  mkpods "$ns" 300
+  for i in $(seq 1 40); do echo "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"cm$i\"},\"data\":{\"k\":\"$(head -c 3000 /dev/zero | tr '\0' x)\"}}"; done |
+    kubectl -n "$ns" create -f - >/dev/null
+  rs_bg rs-watch --page-size 50 -n "$ns" pods v1/configmaps apps/v1/replicasets >"$OUT" 2>"$OUT.log"
+  assertTrue "three SYNCED" "wait_for 30 synced_n $OUT 3"
+  assertEquals "every line is whole JSON" "$(wc -l <"$OUT")" "$(jq -c . "$OUT" | wc -l)"
+  assertEquals "pods" 300 "$(jq -r 'select(.resource == "pods" and .type == "ADDED") | 1' "$OUT" | wc -l)"
+  assertEquals "configmaps" 40 \
+    "$(jq -r 'select(.resource == "configmaps" and .type == "ADDED" and .object.kind == "ConfigMap") | 1' "$OUT" | wc -l)"
+  assertEquals "one SYNCED each" "configmaps pods replicasets" \
+    "$(jq -r 'select(.type == "SYNCED") | .resource' "$OUT" | sort | tr '\n' ' ' | sed 's/ $//')"
+  rs_cleanup
+  # the core group as /v1/plural, with a label selector
+  kubectl -n "$ns" label cm cm7 pick=me >/dev/null
+  rs_bg rs-watch -n "$ns" -l pick=me /v1/configmaps >"$OUT.sel" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT.sel 1"
+  assertEquals "the selector applies" "cm7" "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT.sel")"
+}
+
+# A watch the server ends (its timeout) is resumed at once, not after a
+# backoff; events keep coming across the reconnects.
+test_server_timeout_reconnects_at_once() {
+  need_cluster || return
+  ns=$(new_ns wtimeout)
+  rs_bg rs-watch -v 2 --watch-timeout 2s --backoff-initial 5s -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  for i in 1 2 3 4; do pod "$ns" r$i; sleep 2; done
+  assertTrue "all four pods seen" "wait_for 20 test \$(grep -c '\"ADDED\"' $OUT) -eq 4"
+  assertTrue "watches ended by the server" "[ $(grep -c 'watch of pods ended after' "$OUT.log") -ge 2 ]"
+  assertEquals "no backoff" 0 "$(grep -c 'retrying in' "$OUT.log")"
+  assertTrue "timeoutSeconds of 2 to 4 s" "grep -Eq 'watching pods from resourceVersion [0-9]+ for [234] s' $OUT.log"
+}
+
+# 403 is retried with a clear warning (as a reflector does), and the list
+# goes through once the permission is granted.
+test_forbidden_is_retried() {
+  need_cluster || return
+  ns=$(new_ns wforbid)
+  pod "$ns" f1
+  d=$TMP/nobody
+  mkdir -p "$d"
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=rs-watch-nobody-$ns" -keyout "$d/key" -out "$d/csr" 2>/dev/null
+  printf 'extendedKeyUsage=clientAuth\n' >"$d/ext"
+  openssl x509 -req -in "$d/csr" -CA "$RS_TEST_CLUSTER/ca.crt" -CAkey "$RS_TEST_CLUSTER/ca.key" \
+    -CAcreateserial -days 1 -extfile "$d/ext" -out "$d/crt" 2>/dev/null
+  sed -e "s|client-certificate: .*|client-certificate: $d/crt|" -e "s|client-key: .*|client-key: $d/key|" \
+    "$KUBECONFIG" >"$d/kubeconfig"
+  rs_bg rs-watch --kubeconfig "$d/kubeconfig" --backoff-max 1s -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "a clear warning" "wait_for 20 grep -q 'rs-watch: warning: unable to list pods: Forbidden: ' $OUT.log"
+  sleep 1
+  assertTrue "still running" "kill -0 $w"
+  # a Role of its own: "view" is aggregated by kube-controller-manager,
+  # which the test cluster does not run
+  kubectl -n "$ns" create role pod-reader --verb=get,list,watch --resource=pods >/dev/null
+  kubectl -n "$ns" create rolebinding nobody-read --role=pod-reader --user="rs-watch-nobody-$ns" >/dev/null
+  assertTrue "listed once allowed" "wait_for 30 synced_n $OUT 1"
+  assertEquals "f1" "f1" "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT")"
+}
+
+test_usage_errors_exit_100() {
+  rs-watch --bogus pods >/dev/null 2>"$OUT.err"
+  assertEquals "bad flag" 100 $?
+  assertTrue "bad flag: message" "grep -q 'rs-watch: fatal: ' $OUT.err"
+  rs-watch >/dev/null 2>&1
+  assertEquals "no resource" 100 $?
+  rs-watch widgets >/dev/null 2>"$OUT.err"
+  assertEquals "unknown short name" 100 $?
+  assertTrue "names the resource" "grep -q \"unknown resource 'widgets'\" $OUT.err"
+  rs-watch --page-size -1 pods >/dev/null 2>&1
+  assertEquals "bad page size" 100 $?
+  rs-watch --backoff-max 3x pods >/dev/null 2>&1
+  assertEquals "bad duration" 100 $?
+  rs-watch pods pod >/dev/null 2>&1
+  assertEquals "same resource twice" 100 $?
+  rs-watch --help >"$OUT.help"
+  assertEquals "--help exits 0" 0 $?
+  assertTrue "--help shows usage" "grep -q '^usage: rs-watch' $OUT.help"
+  need_cluster || return
+  timeout 20 rs-watch example.com/v1/widgets >/dev/null 2>"$OUT.err"
+  assertEquals "a resource the server does not have" 100 $?
+  assertTrue "says so: $(cat "$OUT.err")" "grep -q 'rs-watch: fatal: unable to list widgets: NotFound' $OUT.err"
+  timeout 20 rs-watch -l 'a in (' pods >/dev/null 2>"$OUT.err"
+  assertEquals "a selector the server refuses" 100 $?
+}
+
+. "$SHUNIT2"
