@@ -1,0 +1,296 @@
+#!/bin/bash
+# rs-lease against the real test apiserver: one holder runs prog, the others
+# wait (also when all start at once); takeover after SIGKILL (lease expiry,
+# prog stopped by its guard) and after SIGTERM (release); prog's exit code
+# and leftovers; a stolen lease; the API server gone past the renew
+# deadline; and the whole controller under two rs-lease copies, the leader
+# killed in the middle of a scale-up. Default timings (15 s lease, 10 s
+# renew deadline, 2 s retry) throughout.
+. "$(dirname "$0")/lib.sh"
+
+LEASE_PIDS=
+
+# lease_bg ID NS NAME PROG...: rs-lease in the background as candidate ID,
+# log in $TMP/ID.log; its pid in LEASE_PID.
+lease_bg() {
+  _id=$1 _ns=$2 _name=$3; shift 3
+  rs-lease -v 1 --lease-namespace "$_ns" --identity "$_id" "$_name" "$@" \
+    2>"$TMP/$_id.log" &
+  LEASE_PID=$!
+  LEASE_PIDS="$LEASE_PIDS $LEASE_PID"
+}
+
+# marker ID: the words of a prog that writes its pid to $TMP/ID.pid, then
+# sleeps (the same process: exec).
+printf '#!/bin/sh\necho $$ > "$1.tmp" && mv "$1.tmp" "$1"\nexec sleep 600\n' >"$TMP/marker.sh"
+marker() { echo "sh $TMP/marker.sh $TMP/$1.pid"; }
+
+# alive PID: the process exists and is no zombie.
+alive() {
+  _st=$(ps -o stat= -p "$1" 2>/dev/null)
+  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
+}
+dead() { ! alive "$1"; }
+group_dead() {
+  for _p in $(pgrep -g "$1" 2>/dev/null); do alive "$_p" && return 1; done
+  return 0
+}
+
+holder() {
+  kubectl -n "$1" get lease "$2" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null
+}
+holder_set() { [ -n "$(holder "$1" "$2")" ]; }
+holder_is() { [ "$(holder "$1" "$2")" = "$3" ]; }
+transitions() {
+  kubectl -n "$1" get lease "$2" -o jsonpath='{.spec.leaseTransitions}'
+}
+
+now_ms() { date +%s%3N; }
+
+# kill9 PID: SIGKILL, without the shell's "Killed" job report.
+kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
+
+# After each test: its rs-lease copies stopped, and any marker prog left
+# behind killed, whatever the test did.
+tearDown() {
+  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
+  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
+  LEASE_PIDS=
+  for f in "$TMP"/*.pid; do
+    [ -f "$f" ] || continue
+    _p=$(cat "$f")
+    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
+    rm -f "$f"
+  done
+  rs_cleanup
+}
+
+oneTimeTearDown() {
+  rs_cleanup
+  if [ "${RS_KEEP_LOGS:-}" ] && [ -d "$TMP" ]; then cp -r "$TMP" "$RS_KEEP_LOGS"; fi
+  rm -rf "$RS_STATE_DIR"
+}
+
+test_usage() {
+  need_cluster || return
+  rs-lease >/dev/null 2>&1; assertEquals "no args" 100 $?
+  rs-lease name >/dev/null 2>&1; assertEquals "no prog" 100 $?
+  rs-lease --leader-elect-lease-duration 10s --leader-elect-renew-deadline 10s \
+    name true >/dev/null 2>&1
+  assertEquals "lease duration not above renew deadline" 100 $?
+  rs-lease --leader-elect-renew-deadline 2s --leader-elect-retry-period 2s \
+    name true >/dev/null 2>&1
+  assertEquals "renew deadline not above 1.2 x retry" 100 $?
+  rs-lease --lease-namespace Bad_NS name true >/dev/null 2>&1
+  assertEquals "bad namespace" 100 $?
+  rs-lease --leader-elect-retry-period 2 name true >/dev/null 2>&1
+  assertEquals "duration without unit" 100 $?
+  out=$(rs-lease --help); assertEquals "--help exits 0" 0 $?
+  assertContains "help names the flags" "$out" "--leader-elect-renew-deadline"
+}
+
+# The first candidate runs prog, the second does not while the first
+# holds; SIGKILL of the first: its prog dies with it (the guard), and the
+# second takes over within lease duration + retry period.
+test_one_holder_then_sigkill_takeover() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  lease_bg a "$ns" lk $(marker a); a=$LEASE_PID
+  assertTrue "a runs prog" "wait_for 15 test -s $TMP/a.pid"
+  assertTrue "a holds the lease" "holder_is $ns lk a"
+  lease_bg b "$ns" lk $(marker b); b=$LEASE_PID
+  sleep 6
+  assertFalse "b does not run prog while a holds" "test -e $TMP/b.pid"
+  assertTrue "b is still waiting" "alive $b"
+  assertEquals "acquireTime is a MicroTime" 1 \
+    "$(kubectl -n "$ns" get lease lk -o json | jq '[.spec.acquireTime, .spec.renewTime] |
+      map(test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\\.[0-9]{6}Z$")) | all | if . then 1 else 0 end')"
+  assertEquals "leaseDurationSeconds" 15 \
+    "$(kubectl -n "$ns" get lease lk -o jsonpath='{.spec.leaseDurationSeconds}')"
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill9 "$a"
+  assertTrue "a's prog gets SIGTERM when a dies" "wait_for 5 dead $aprog"
+  assertTrue "b takes over" "wait_for 30 test -s $TMP/b.pid"
+  dt=$(( $(now_ms) - t0 ))
+  echo "takeover after SIGKILL: $dt ms"
+  assertTrue "takeover in under 20 s ($dt ms)" "[ $dt -lt 20000 ]"
+  assertTrue "taken over no sooner than the lease duration ($dt ms)" "[ $dt -ge 12500 ]"
+  assertTrue "b holds the lease" "holder_is $ns lk b"
+  assertEquals "leaseTransitions" 1 "$(transitions "$ns" lk)"
+}
+
+# Three candidates started at once on a Lease that does not exist yet: all
+# try to create it, one wins, exactly one prog runs.
+test_simultaneous_start() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  for id in a b c; do lease_bg $id "$ns" lk $(marker $id); done
+  assertTrue "some prog runs" "wait_for 15 sh -c 'ls $TMP/?.pid' "
+  sleep 5
+  n=$(ls "$TMP"/?.pid 2>/dev/null | wc -l)
+  assertEquals "exactly one prog runs" 1 "$n"
+  h=$(holder "$ns" lk)
+  assertTrue "the holder ($h) is the one running" "test -s $TMP/$h.pid"
+  assertEquals "leaseTransitions of a new Lease" 0 "$(transitions "$ns" lk)"
+}
+
+# SIGTERM: prog stopped, the lease released, exit 0; the other candidate
+# takes it at its next try instead of waiting for expiry.
+test_sigterm_releases() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  lease_bg a "$ns" lk $(marker a); a=$LEASE_PID
+  assertTrue "a runs prog" "wait_for 15 test -s $TMP/a.pid"
+  lease_bg b "$ns" lk $(marker b); b=$LEASE_PID
+  sleep 3
+  assertFalse "b waits" "test -e $TMP/b.pid"
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill -TERM "$a"
+  wait "$a"; rc=$?
+  assertEquals "a exits 0 on TERM" 0 "$rc"
+  assertTrue "a's prog stopped before a exited" "dead $aprog"
+  assertTrue "b takes over" "wait_for 15 test -s $TMP/b.pid"
+  dt=$(( $(now_ms) - t0 ))
+  echo "takeover after SIGTERM: $dt ms"
+  assertTrue "takeover within about a retry period ($dt ms)" "[ $dt -lt 6000 ]"
+  assertTrue "b holds the lease" "holder_is $ns lk b"
+  assertContains "a logged the release" "$(cat "$TMP/a.log")" "released lease $ns/lk"
+}
+
+# prog ending on its own ends rs-lease with prog's code, the lease released
+# at once. Without --lease-namespace, the lease goes to kube-system.
+test_prog_exit_code() {
+  need_cluster || return
+  name=rs-lease-exit-$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  rs-lease --identity x "$name" sh -c 'sleep 1; exit 7' 2>"$TMP/x.log"
+  assertEquals "rs-lease exits with prog's code" 7 $?
+  assertEquals "default namespace kube-system, released" "" \
+    "$(kubectl -n kube-system get lease "$name" -o jsonpath='{.spec.holderIdentity}')"
+  assertEquals "released: leaseDurationSeconds 1" 1 \
+    "$(kubectl -n kube-system get lease "$name" -o jsonpath='{.spec.leaseDurationSeconds}')"
+  kubectl -n kube-system delete lease "$name" >/dev/null
+  ns=$(new_ns lease)
+  rs-lease --lease-namespace "$ns" --identity y lk sh -c 'kill -KILL $$' 2>/dev/null
+  assertEquals "killed prog: 128 + signal" 137 $?
+  rs-lease --lease-namespace "$ns" --identity y lk /nonexistent/prog 2>"$TMP/y.log"
+  assertEquals "prog not found: 127" 127 $?
+  assertContains "says why" "$(cat "$TMP/y.log")" "unable to exec /nonexistent/prog"
+}
+
+# Another holder written into the Lease with a fresh renewTime: the leader
+# stops prog within renew deadline + retry period and exits 111.
+test_stolen_lease() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  lease_bg a "$ns" lk $(marker a); a=$LEASE_PID
+  assertTrue "a runs prog" "wait_for 15 test -s $TMP/a.pid"
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kubectl -n "$ns" get lease lk -o json |
+    jq --arg t "$(date -u +%Y-%m-%dT%H:%M:%S.%6NZ)" \
+      '.spec.holderIdentity = "thief" | .spec.renewTime = $t | .spec.acquireTime = $t' |
+    kubectl replace -f - >/dev/null
+  assertTrue "a stops prog" "wait_for 20 dead $aprog"
+  dt=$(( $(now_ms) - t0 ))
+  echo "prog stopped after the lease was stolen: $dt ms"
+  assertTrue "within renew deadline + retry period ($dt ms)" "[ $dt -lt 12000 ]"
+  wait "$a"; rc=$?
+  assertEquals "a exits 111" 111 "$rc"
+  assertTrue "the thief still holds it (a did not release)" "holder_is $ns lk thief"
+}
+
+# The API server gone: the leader cannot renew, and stops prog once the
+# renew deadline has passed since its last successful renewal (that
+# renewal began at most a retry period before the server went away), with
+# SIGKILL --kill-after later for a prog that ignores SIGTERM; exit 111.
+test_renew_deadline() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  rs-lease --lease-namespace "$ns" --identity a --kill-after 1s lk \
+    sh -c "trap '' TERM; echo \$\$ > $TMP/a.pid.tmp; mv $TMP/a.pid.tmp $TMP/a.pid; exec sleep 600" \
+    2>"$TMP/a.log" &
+  a=$!; LEASE_PIDS="$LEASE_PIDS $a"
+  assertTrue "a runs prog" "wait_for 15 test -s $TMP/a.pid"
+  aprog=$(cat "$TMP/a.pid")
+  sleep 1
+  # The server may serve until t1, the stop command's end, and no longer.
+  t0=$(now_ms)
+  "$top/tests/env/cluster" stop-apiserver "$RS_TEST_CLUSTER"
+  t1=$(now_ms)
+  w=$(( t0 + 6000 - t1 ))
+  [ "$w" -gt 0 ] && sleep "$(printf '%d.%03d' $((w / 1000)) $((w % 1000)))"
+  assertTrue "prog still runs 6 s after the server began to stop" "alive $aprog"
+  wait_for 15 dead "$aprog"
+  dt=$(( $(now_ms) - t1 ))
+  "$top/tests/env/cluster" start-apiserver "$RS_TEST_CLUSTER"
+  echo "prog killed $dt ms after the API server stopped ($((t1 - t0)) ms to stop)"
+  assertTrue "prog killed within renew deadline + kill-after ($dt ms)" \
+    "[ $dt -lt 11500 ]"
+  wait "$a"; rc=$?
+  assertEquals "a exits 111" 111 "$rc"
+  assertContains "a says why" "$(cat "$TMP/a.log")" "lost lease $ns/lk: no renewal succeeded within the renew deadline"
+  assertTrue "apiserver back" "wait_for 30 $top/tests/env/cluster status $RS_TEST_CLUSTER"
+}
+
+# prog ends and leaves a process behind in its group: the leftover is
+# stopped before the lease is released and rs-lease exits with prog's code.
+test_prog_leftovers_stopped() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  rs-lease --lease-namespace "$ns" --identity a lk \
+    sh -c "sleep 600 & echo \$! > $TMP/left.pid; exit 3" 2>"$TMP/a.log"
+  assertEquals "prog's code" 3 $?
+  assertTrue "the leftover is gone" "dead $(cat "$TMP/left.pid")"
+  assertEquals "released" "" "$(holder "$ns" lk)"
+}
+
+# start_copy ID NS: rs-queue plus rs-lease over the pipeline, with the state
+# directory $TMP/ID; the rs-lease pid in LEASE_PID.
+start_copy() {
+  _d=$TMP/$1
+  mkdir -p "$_d"; chmod 0700 "$_d"
+  rs_bg env RS_STATE_DIR="$_d" rs-queue serve --socket "$_d/queue.sock" 2>"$_d/queue.log"
+  wait_for 10 test -S "$_d/queue.sock" || return 1
+  RS_STATE_DIR=$_d lease_bg "$1" "$2" rs-controller sh -c \
+    "rs-watch replicasets pods 2>$_d/watch.log | rs-sync -v 2 2>$_d/sync.log | rs-apply -v 2 2>$_d/apply.log"
+}
+
+# prog_group PID: the process group of prog under rs-lease PID (the
+# guard's child).
+prog_group() {
+  _g=$(pgrep -P "$1" | head -1)
+  [ -n "$_g" ] && pgrep -P "$_g" | head -1
+}
+
+count_live_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
+
+test_controller_under_two_copies() {
+  need_cluster || return
+  ns=$(new_ns lease)
+  rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+  start_copy c1 "$ns"; p1=$LEASE_PID
+  start_copy c2 "$ns"; p2=$LEASE_PID
+  assertTrue "one copy holds the lease" "wait_for 15 holder_set $ns rs-controller"
+  lead=$(holder "$ns" rs-controller)
+  if [ "$lead" = c1 ]; then other=c2 lp=$p1; else other=c1 lp=$p2; fi
+  assertTrue "the leader's pipeline runs" "wait_for 10 test -e $TMP/$lead/apply.log"
+  make_rs "$ns" web 20
+  assertTrue "20 pods" "wait_for 60 count_live_is $ns app=web 20"
+  assertContains "the leader created them" "$(cat "$TMP/$lead/apply.log")" "creating"
+  assertFalse "the other's rs-apply never started" "test -e $TMP/$other/apply.log"
+  grp=$(prog_group "$lp")
+  assertNotNull "the leader's prog group" "$grp"
+  kill9 "$lp"
+  assertTrue "the leader's pipeline dies with its rs-lease" "wait_for 10 group_dead $grp"
+  kubectl -n "$ns" scale rs web --replicas 40 >/dev/null
+  assertTrue "the other copy takes over" "wait_for 30 holder_is $ns rs-controller $other"
+  assertTrue "40 pods" "wait_for 60 count_live_is $ns app=web 40"
+  sleep 3
+  assertEquals "exactly 40 pods" 40 "$(count_live "$ns" app=web)"
+  assertEquals "no pod created twice" 40 "$(pod_adds "$ns")"
+  assertContains "the new leader created the rest" "$(cat "$TMP/$other/apply.log")" "creating"
+}
+
+. "$SHUNIT2"
