@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
+#include "stagestats.h"
 
 #define SETOPT(e, o, v) do { \
 	if (cc == CURLE_OK) \
@@ -561,6 +562,15 @@ kreq_info(struct kreq *r)
 	r->resp.connects = n;
 }
 
+/* stats: client-go's rest_client figures, one per attempt (code 0 is
+ * "<error>": no answer); a stream is counted, not timed. */
+static void
+kreq_count(const struct kreq *r)
+{
+	rs_stagestats_request(r->k->cfg->server, r->method, r->resp.code,
+	    r->fn ? -1.0 : (double)(rs_mono_ns() - r->start_ns) / 1e9);
+}
+
 rs_code
 kreq_finish(struct kreq *r, CURLcode cc)
 {
@@ -569,6 +579,7 @@ kreq_finish(struct kreq *r, CURLcode cc)
 	rs_code rc;
 
 	kreq_info(r);
+	kreq_count(r);          /* stats */
 	if (cc == CURLE_WRITE_ERROR && r->cb_rc != RS_OK)
 		return kreq_callback_failed(r);
 	if (cc != CURLE_OK) {
@@ -688,6 +699,7 @@ kube_perform(struct rs_kube *k, struct kreq *r)
 			break;
 		if (slot_run(s, r, &cc)) {
 			kreq_info(r);
+			kreq_count(r);  /* stats */
 			kreq_log(r, "stopped");
 			rc = RS_OK;
 			break;

@@ -65,7 +65,7 @@ rs_state_prepare_parent(const char *path)
 		return RS_EREFUSED;
 	}
 	if (st.st_mode & 077) {
-		rs_error("%s may be entered by others (mode %03o): want 0700", dir,
+		rs_error("%s is open to others (mode %03o): want 0700", dir,
 		    (unsigned)(st.st_mode & 0777));
 		return RS_EREFUSED;
 	}

@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "apply.h"
+#include "clock.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stagestats.h"
 
 #define USAGE "usage: rs-apply [flags] < intents.ndjson\n"
 
@@ -200,6 +202,45 @@ setup_kube(struct flags *f)
 		    rs_strerror(rc));
 }
 
+/* stats: this stage's figures for rs-metrics (doc/metrics.md); the API
+ * requests (writes, codes, latency) are counted by the client itself. */
+static void
+stats_open(void)
+{
+	if (rs_stagestats_open("rs-apply") != RS_OK) {
+		rs_warn("unable to publish stats: going on without");
+		return;
+	}
+	rs_stagestats_declare("rs_apply_intents_total", RS_STAT_COUNTER,
+	    "Intent lines read, by operation (bad: not a valid intent).",
+	    NULL, 0);
+	rs_stagestats_declare("rs_apply_keys_in_flight", RS_STAT_GAUGE,
+	    "Keys being read, run or waiting.", NULL, 0);
+	rs_stagestats_declare("rs_apply_requests_pending", RS_STAT_GAUGE,
+	    "API requests queued or in flight.", NULL, 0);
+}
+
+static void
+stats_count(const struct intent *in)
+{
+	char l[32];
+
+	snprintf(l, sizeof l, "op=%s", op_name(in->op));
+	rs_stagestats_add("rs_apply_intents_total", l, 1);
+}
+
+static void
+stats_publish(int force)
+{
+	int64_t now = rs_mono_ns();
+
+	if (!force && !rs_stagestats_due(now))
+		return;
+	rs_stagestats_set("rs_apply_keys_in_flight", NULL, keys_alive());
+	rs_stagestats_set("rs_apply_requests_pending", NULL, req_pending());
+	rs_stagestats_write(now);
+}
+
 static int
 stdin_readable(void)
 {
@@ -259,6 +300,7 @@ read_input(void)
 			    rs_strerror(RS_ENOMEM));
 		if (!app.dry_run)
 			fx_hold();
+		stats_count(in);
 		keys_feed(in);
 	}
 }
@@ -289,6 +331,7 @@ run(void)
 		read_input();
 		req_poll();
 		flush_output();
+		stats_publish(0);
 		if ((input_done || stopping) && keys_alive() == 0 &&
 		    req_pending() == 0)
 			break;
@@ -326,6 +369,7 @@ main(int argc, char **argv)
 	} else {
 		setup_kube(&f);
 		fx_init(&f.fx);
+		stats_open();
 	}
 	keys_init();
 	events_init();
@@ -335,6 +379,8 @@ main(int argc, char **argv)
 	flush_output();
 	if (!app.dry_run)
 		fx_close();
+	stats_publish(1);
+	rs_stagestats_close();
 	rs_info(1, "input done, every key finished");
 	return 0;
 }

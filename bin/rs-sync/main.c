@@ -18,6 +18,7 @@
 #include "log.h"
 #include "queue_client.h"
 #include "reconcile.h"
+#include "stagestats.h"
 #include "statedir.h"
 #include "sync.h"
 
@@ -261,6 +262,58 @@ resync_all(struct sync *s)
 		sync_enqueue(s, key, 0);
 }
 
+/* stats: this stage's figures for rs-metrics (doc/metrics.md). */
+static void
+stats_open(void)
+{
+	if (rs_stagestats_open("rs-sync") != RS_OK) {
+		rs_warn("unable to publish stats: going on without");
+		return;
+	}
+	rs_stagestats_declare("rs_sync_events_total", RS_STAT_COUNTER,
+	    "Event lines read, SYNCED and skipped ones included.", NULL, 0);
+	rs_stagestats_declare("rs_sync_bad_events_total", RS_STAT_COUNTER,
+	    "Event lines skipped as malformed or refused.", NULL, 0);
+	rs_stagestats_declare("rs_sync_intents_total", RS_STAT_COUNTER,
+	    "Intent lines written.", NULL, 0);
+	rs_stagestats_declare("rs_sync_syncs_total", RS_STAT_COUNTER,
+	    "Keys reconciled.", NULL, 0);
+	rs_stagestats_declare("rs_sync_synced", RS_STAT_GAUGE,
+	    "1 once the resource's initial list is complete (SYNCED read).",
+	    NULL, 0);
+	rs_stagestats_declare("rs_sync_cache_objects", RS_STAT_GAUGE,
+	    "Objects in the informer cache.", NULL, 0);
+}
+
+/* Sets the figures and writes them when due (or now: force). */
+static void
+stats_publish(const struct sync *s, int force)
+{
+	int64_t now = rs_mono_ns();
+	char ctrl[64];
+
+	if (!force && !rs_stagestats_due(now))
+		return;
+	snprintf(ctrl, sizeof ctrl, "resource=%s", s->kind->resource);
+	rs_stagestats_set("rs_sync_events_total", NULL, s->events);
+	rs_stagestats_set("rs_sync_bad_events_total", NULL, s->bad_events);
+	rs_stagestats_set("rs_sync_intents_total", NULL, s->intents);
+	rs_stagestats_set("rs_sync_syncs_total", NULL, s->syncs);
+	rs_stagestats_set("rs_sync_synced", "resource=pods", s->synced_pods);
+	rs_stagestats_set("rs_sync_synced", ctrl, s->synced_ctrls);
+	rs_stagestats_set("rs_sync_cache_objects", "resource=pods",
+	    s->cache.pods.len);
+	rs_stagestats_set("rs_sync_cache_objects", ctrl, s->cache.ctrls.len);
+	rs_stagestats_write(now);
+}
+
+static void
+stats_close(const struct sync *s)
+{
+	stats_publish(s, 1);
+	rs_stagestats_close();
+}
+
 static void
 serve_keys(struct sync *s, struct rs_queue *q)
 {
@@ -277,6 +330,7 @@ serve_keys(struct sync *s, struct rs_queue *q)
 	}
 	if (rc == RS_EEOF) {
 		rs_info(1, "queue is shutting down");
+		stats_close(s);
 		exit(0);
 	}
 	if (rc == RS_EIO)
@@ -305,6 +359,8 @@ run_loop(struct sync *s, const struct opts *o)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
 	if (o->resync > 0)
 		next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
+	stats_open();
+	stats_publish(s, 1);
 	while (!stopping) {
 		struct pollfd pf[2] = {
 			{ .fd = eof ? -1 : 0, .events = POLLIN },
@@ -321,6 +377,12 @@ run_loop(struct sync *s, const struct opts *o)
 
 			timeout = left > 0 ? (int)(left / 1000000) + 1 : 0;
 		}
+		{       /* stats: wake for the next write */
+			int ms = rs_stagestats_timeout_ms(rs_mono_ns());
+
+			if (ms >= 0 && (timeout < 0 || ms < timeout))
+				timeout = ms;
+		}
 		if (poll(pf, 2, timeout) < 0 && errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
 		if (pf[0].revents && read_events(s, &in, 4096) == RS_EEOF) {
@@ -335,10 +397,12 @@ run_loop(struct sync *s, const struct opts *o)
 		if (rc != RS_OK)
 			rs_fatal(111, "lost the connection to rs-queue");
 		serve_keys(s, q);
+		stats_publish(s, 0);
 		if (eof && rs_queue_flush(q) == RS_OK)
 			break;
 	}
 	rs_line_flush(s->out);
+	stats_close(s);
 	rs_queue_close(q);
 	rs_exp_close(s->exp);
 	return 0;

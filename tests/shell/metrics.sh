@@ -1,0 +1,285 @@
+#!/bin/bash
+# rs-metrics: /metrics, /healthz and /readyz over real HTTP (curl and raw
+# requests on /dev/tcp), with the stages' stats files written by the real
+# stages. The readiness test feeds rs-sync from a FIFO by hand, so that the
+# moment before SYNCED can be observed; the last test scrapes the whole
+# controller at work on the test cluster.
+. "$(dirname "$0")/lib.sh"
+
+MURL=
+SYNC_PID=
+
+# stages_gone: no process named in a stats file is alive (kill -0 only
+# asks). The stages of a pipeline end on their own once their queue or
+# their input is gone; a stage still alive would write its file again.
+stages_gone() {
+  for f in "$RS_STATE_DIR"/stats/*.json; do
+    [ -f "$f" ] || continue
+    p=$(jq -r .pid "$f" 2>/dev/null) || continue
+    kill -0 "$p" 2>/dev/null && return 1
+  done
+  return 0
+}
+
+# The hand-fed pipeline ends at end of input (fd 7); the rest was started
+# with rs_bg.
+tearDown() {
+  [ -n "$SYNC_PID" ] && kill -CONT "$SYNC_PID" 2>/dev/null
+  SYNC_PID=
+  exec 7>&-
+  rs_cleanup
+  wait_for 15 stages_gone
+  rm -rf "$RS_STATE_DIR/stats" 2>/dev/null
+  return 0
+}
+
+oneTimeTearDown() {
+  stop_controller
+  tearDown
+  rm -rf "$RS_STATE_DIR"
+}
+
+start_queue() {
+  rs_bg rs-queue serve --socket "$RS_STATE_DIR/queue.sock" 2>"$TMP/queue.log"
+  RS_QUEUE_PID=$!
+  wait_for 10 test -S "$RS_STATE_DIR/queue.sock"
+}
+
+# metrics_start [FLAGS...]: rs-metrics on a free port; sets MURL.
+metrics_start() {
+  : >"$TMP/metrics.log"
+  rs_bg rs-metrics --listen 127.0.0.1:0 -v 3 "$@" 2>"$TMP/metrics.log"
+  wait_for 10 grep -q 'listening on' "$TMP/metrics.log" || return 1
+  MURL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\)/$|\1|p' "$TMP/metrics.log" | tail -1)
+  [ -n "$MURL" ]
+}
+
+code() { curl -s -o /dev/null -w '%{http_code}' "$MURL$1"; }
+is_code() { [ "$(code "$1")" = "$2" ]; }
+body() { curl -s "$MURL$1"; }
+scrape() { curl -s -f "$MURL/metrics" >"$1"; }
+
+# raw REQUEST: the status line of the answer to bytes sent as they are.
+raw() {
+  exec 8<>"/dev/tcp/127.0.0.1/${MURL##*:}" || return 1
+  printf '%b' "$1" >&8
+  timeout 12 head -1 <&8 | tr -d '\r'
+  exec 8>&-
+}
+
+# prom_valid FILE: every line a HELP/TYPE comment or a sample of the text
+# format; each family typed once, before its samples, which stay together.
+prom_valid() {
+  mawk '
+  BEGIN { bad = 0 }
+  /^# HELP / {
+    if ($3 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*$/) { print "bad HELP: " $0; bad = 1 }
+    next
+  }
+  /^# TYPE / {
+    if (NF != 4 || $3 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*$/ ||
+        $4 !~ /^(counter|gauge|histogram|summary|untyped)$/) { print "bad TYPE: " $0; bad = 1 }
+    if ($3 in seen) { print "family twice: " $3; bad = 1 }
+    seen[$3] = 1; cur = $3; curtype = $4
+    next
+  }
+  /^#/ { next }
+  {
+    if ($0 !~ /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*")*\})? (NaN|[+-]Inf|[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)$/) {
+      print "bad sample: " $0; bad = 1; next
+    }
+    name = $0; sub(/[{ ].*/, "", name)
+    if (!(name == cur || (curtype == "histogram" &&
+        (name == cur "_bucket" || name == cur "_sum" || name == cur "_count")))) {
+      print "sample outside its family: " $0; bad = 1
+    }
+    n++
+  }
+  END { if (n == 0) { print "no sample"; bad = 1 } exit bad }' "$1"
+}
+
+# value FILE SERIES: the value of one series, exactly as written.
+value() { mawk -v s="$2" '$1 == s { print $2; f = 1 } END { if (!f) print "none" }' "$1"; }
+# total FILE PREFIX: the sum of the series starting with PREFIX.
+total() { mawk -v p="$2" 'index($0, p) == 1 { t += $NF } END { print t + 0 }' "$1"; }
+
+test_endpoints_without_stages() {
+  start_queue || fail "rs-queue did not start"
+  metrics_start || fail "rs-metrics did not start"
+  assertEquals "healthz without stats" 500 "$(code /healthz)"
+  b=$(body /healthz)
+  assertContains "$b" "[+]queue ok"
+  assertContains "$b" "[-]stage rs-sync failed: no stats file"
+  assertContains "$b" "[-]stage rs-apply failed: no stats file"
+  assertContains "$b" "healthz check failed"
+  assertEquals "livez is healthz" 500 "$(code /livez)"
+  assertEquals "readyz without stats" 503 "$(code /readyz)"
+  assertContains "$(body /readyz)" "[-]synced failed"
+  scrape "$TMP/m0" || fail "scrape"
+  prom_valid "$TMP/m0"
+  assertEquals "format: $(prom_valid "$TMP/m0" | head -3)" 0 $?
+  for m in workqueue_depth workqueue_adds_total workqueue_unfinished_work_seconds \
+      workqueue_longest_running_processor_seconds workqueue_retries_total; do
+    assertNotEquals "$m" none "$(value "$TMP/m0" "$m{name=\"replicaset\"}")"
+  done
+  for h in workqueue_queue_duration_seconds workqueue_work_duration_seconds; do
+    assertTrue "$h" "grep -q '^# TYPE $h histogram' '$TMP/m0'"
+    assertNotEquals "$h +Inf" none "$(value "$TMP/m0" "${h}_bucket{name=\"replicaset\",le=\"+Inf\"}")"
+  done
+  assertEquals "queue up" 1 "$(value "$TMP/m0" rs_queue_up)"
+  rs-queue --queue "$RS_STATE_DIR/queue.sock" add ns/a ns/b || fail "add"
+  scrape "$TMP/m1"
+  assertEquals "adds seen" 2 "$(value "$TMP/m1" 'workqueue_adds_total{name="replicaset"}')"
+  assertEquals "depth seen" 2 "$(value "$TMP/m1" 'workqueue_depth{name="replicaset"}')"
+  # the queue gone: metrics still answer, health says why
+  kill "$RS_QUEUE_PID"; wait "$RS_QUEUE_PID" 2>/dev/null
+  scrape "$TMP/m2" || fail "scrape without queue"
+  prom_valid "$TMP/m2"
+  assertEquals "format without queue" 0 $?
+  assertEquals "queue down" 0 "$(value "$TMP/m2" rs_queue_up)"
+  assertFalse "no workqueue family" "grep -q '^workqueue_' '$TMP/m2'"
+  assertContains "$(body /healthz)" "[-]queue failed: no rs-queue at"
+}
+
+test_http_is_strict_and_bounded() {
+  start_queue || fail "rs-queue did not start"
+  metrics_start --stages "" || fail "rs-metrics did not start"
+  assertEquals "CRLF" "HTTP/1.1 200 OK" "$(raw 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n')"
+  assertEquals "bare LF, empty line first" "HTTP/1.1 200 OK" "$(raw '\r\nGET /metrics HTTP/1.1\nHost: x\n\n')"
+  assertEquals "1.0 without Host" "HTTP/1.1 200 OK" "$(raw 'GET /metrics HTTP/1.0\r\n\r\n')"
+  assertEquals "1.1 without Host" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\n\r\n')"
+  assertEquals "two Hosts" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n')"
+  assertEquals "space before colon" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\nHost : x\r\n\r\n')"
+  assertEquals "folded header" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\nHost: x\r\n y\r\n\r\n')"
+  assertEquals "two spaces" "HTTP/1.1 400 Bad Request" "$(raw 'GET  /metrics HTTP/1.1\r\nHost: x\r\n\r\n')"
+  assertEquals "a body" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc')"
+  assertEquals "chunked" "HTTP/1.1 400 Bad Request" "$(raw 'GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n')"
+  assertEquals "NUL" "HTTP/1.1 400 Bad Request" "$(raw 'GET /me\0trics HTTP/1.1\r\nHost: x\r\n\r\n')"
+  assertEquals "HTTP/2" "HTTP/1.1 505 HTTP Version Not Supported" "$(raw 'GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n')"
+  assertEquals "POST" "HTTP/1.1 405 Method Not Allowed" "$(raw 'POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n')"
+  assertEquals "unknown path" "HTTP/1.1 404 Not Found" "$(raw 'GET /metricsx HTTP/1.1\r\nHost: x\r\n\r\n')"
+  assertEquals "absolute form" "HTTP/1.1 200 OK" "$(raw 'GET http://x/healthz?verbose HTTP/1.1\r\nHost: x\r\n\r\n')"
+  big=$(head -c 9000 /dev/zero | tr '\0' a)
+  assertEquals "head over 8 KiB" "HTTP/1.1 431 Request Header Fields Too Large" \
+    "$(raw "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: $big\r\n\r\n")"
+  near=$(head -c 8000 /dev/zero | tr '\0' a)
+  assertEquals "head just under 8 KiB" "HTTP/1.1 200 OK" \
+    "$(raw "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: $near\r\n\r\n")"
+  # HEAD: the headers of GET, no body
+  exec 8<>"/dev/tcp/127.0.0.1/${MURL##*:}"
+  printf 'HEAD /healthz?verbose HTTP/1.0\r\n\r\n' >&8
+  timeout 12 cat <&8 >"$TMP/h"
+  exec 8>&-
+  curl -s -o "$TMP/gb" "$MURL/healthz?verbose"
+  assertEquals "HEAD length" "$(wc -c <"$TMP/gb")" "$(tr -d '\r' <"$TMP/h" | sed -n 's/^Content-Length: //p')"
+  assertEquals "HEAD ends with its headers" "0d0a0d0a" "$(tail -c 4 "$TMP/h" | od -An -tx1 | tr -d ' \n')"
+  assertEquals "verbose healthz" "[+]ping ok" "$(head -1 "$TMP/gb")"
+  assertEquals "terse healthz" "ok" "$(body /healthz)"
+  # idle connections hold no one up, and more clients than slots all get
+  # their answer (the rest wait in the backlog)
+  exec 5<>"/dev/tcp/127.0.0.1/${MURL##*:}" 6<>"/dev/tcp/127.0.0.1/${MURL##*:}"
+  printf 'GET /metrics HTTP/1.1\r\n' >&6
+  assertEquals "beside idle ones" 200 "$(code /metrics)"
+  pids=
+  for i in $(seq 100); do code /healthz >"$TMP/par.$i" & pids="$pids $!"; done
+  wait $pids
+  assertEquals "100 at once" 100 "$(grep -lx 200 "$TMP"/par.* | wc -l)"
+  rm -f "$TMP"/par.*
+  # a head that never ends: 408 after the connection's 10 s
+  start=$(date +%s)
+  assertEquals "slow head" "HTTP/1.1 408 Request Timeout" "$(timeout 15 head -1 <&6 | tr -d '\r')"
+  assertTrue "within 12 s" "[ $(( $(date +%s) - start )) -le 12 ]"
+  exec 5>&- 6>&-
+  rs-metrics --listen foo 2>/dev/null
+  assertEquals "bad --listen" 100 $?
+  rs-metrics --listen "127.0.0.1:${MURL##*:}" 2>"$TMP/err"
+  assertEquals "address in use" 111 $?
+  assertContains "$(cat "$TMP/err")" "unable to listen on"
+}
+
+test_readyz_waits_for_synced() {
+  need_cluster || return 0
+  start_queue || fail "rs-queue did not start"
+  metrics_start --stale 3 || fail "rs-metrics did not start"
+  mkfifo "$TMP/events"
+  # this shell holds the FIFO open both ways: nobody blocks, and rs-sync
+  # sees end of input when fd 7 closes
+  exec 7<>"$TMP/events"
+  ( exec 7>&-
+    rs-sync -v 1 <"$TMP/events" 2>"$TMP/sync.log" | rs-apply -v 1 2>"$TMP/apply.log" ) &
+  RS_PIDS="$RS_PIDS $!"
+  assertTrue "stats files" "wait_for 10 test -f '$RS_STATE_DIR/stats/rs-sync.json' -a -f '$RS_STATE_DIR/stats/rs-apply.json'"
+  assertTrue "healthy before SYNCED" "wait_for 10 is_code /healthz 200"
+  assertEquals "not ready before SYNCED" 503 "$(code /readyz)"
+  sleep 1.5
+  assertEquals "still not ready" 503 "$(code /readyz)"
+  assertContains "$(body /readyz)" "[-]synced failed: pods, replicasets not synced"
+  echo '{"type":"SYNCED","resource":"replicasets"}' >&7
+  assertTrue "replicasets synced" "wait_for 5 sh -c \"curl -s $MURL/metrics | grep -qx 'rs_sync_synced{resource=\\\"replicasets\\\"} 1'\""
+  assertEquals "not ready with pods unsynced" 503 "$(code /readyz)"
+  assertContains "$(body /readyz)" "[-]synced failed: pods not synced"
+  echo '{"type":"SYNCED","resource":"pods"}' >&7
+  assertTrue "ready after SYNCED" "wait_for 5 is_code /readyz 200"
+  assertEquals "ready body" "ok" "$(body /readyz)"
+  # a stage that stops writing its stats fails healthz
+  sync_pid=$(jq -r .pid "$RS_STATE_DIR/stats/rs-sync.json")
+  SYNC_PID=$sync_pid
+  kill -STOP "$sync_pid"
+  assertTrue "stuck stage unhealthy" "wait_for 10 is_code /healthz 500"
+  assertContains "$(body /healthz)" "[-]stage rs-sync failed: stats written"
+  assertEquals "and not ready" 503 "$(code /readyz)"
+  kill -CONT "$sync_pid"
+  assertTrue "healthy again" "wait_for 5 is_code /healthz 200"
+  # end of input: both stages finish and write their last figures
+  apply_pid=$(jq -r .pid "$RS_STATE_DIR/stats/rs-apply.json")
+  exec 7>&-
+  assertTrue "pipeline exits" "wait_for 10 sh -c '! kill -0 $sync_pid 2>/dev/null && ! kill -0 $apply_pid 2>/dev/null'"
+  scrape "$TMP/m"
+  assertEquals "events read" 2 "$(value "$TMP/m" rs_sync_events_total)"
+  assertEquals "no intents" 0 "$(value "$TMP/m" rs_sync_intents_total)"
+  assertTrue "gone stages unhealthy" "wait_for 10 is_code /healthz 500"
+}
+
+test_metrics_of_the_controller_at_work() {
+  need_cluster || return 0
+  start_controller --kube-api-qps 200 --kube-api-burst 400
+  metrics_start || fail "rs-metrics did not start"
+  assertTrue "ready" "wait_for 60 is_code /readyz 200"
+  assertEquals "healthy" 200 "$(code /healthz)"
+  scrape "$TMP/a" || fail "scrape"
+  prom_valid "$TMP/a"
+  assertEquals "format: $(prom_valid "$TMP/a" | head -3)" 0 $?
+  for m in workqueue_depth workqueue_adds_total workqueue_retries_total \
+      workqueue_unfinished_work_seconds workqueue_longest_running_processor_seconds \
+      workqueue_queue_duration_seconds_count workqueue_work_duration_seconds_count; do
+    assertNotEquals "$m" none "$(value "$TMP/a" "$m{name=\"replicaset\"}")"
+  done
+  adds=$(value "$TMP/a" 'workqueue_adds_total{name="replicaset"}')
+  posts=$(total "$TMP/a" 'rest_client_requests_total{code="201",method="POST",')
+  events=$(value "$TMP/a" rs_sync_events_total)
+  syncs=$(value "$TMP/a" rs_sync_syncs_total)
+  ns=$(new_ns metrics)
+  make_rs "$ns" web 3
+  assertTrue "3 pods" "wait_for 30 sh -c 'test \$(kubectl -n $ns get pods -o name | wc -l) -eq 3'"
+  # each stage rewrites its file once a second: wait for the figures of all
+  grew() {
+    scrape "$TMP/b" &&
+    [ "$(value "$TMP/b" 'workqueue_adds_total{name="replicaset"}')" -gt "$adds" ] &&
+    [ "$(total "$TMP/b" 'rest_client_requests_total{code="201",method="POST",')" -ge $((posts + 3)) ] &&
+    [ "$(value "$TMP/b" rs_sync_events_total)" -gt "$events" ] &&
+    [ "$(value "$TMP/b" rs_sync_syncs_total)" -gt "$syncs" ] &&
+    [ "$(value "$TMP/b" rs_sync_intents_total)" -gt 0 ] &&
+    [ "$(total "$TMP/b" 'rs_apply_intents_total{op="create"}')" -ge 1 ]
+  }
+  assertTrue "adds, POSTs, events, syncs, intents counted" "wait_for 20 grew"
+  prom_valid "$TMP/b"
+  assertEquals "format at work" 0 $?
+  assertTrue "POST latency observed" \
+    "[ $(total "$TMP/b" 'rest_client_request_duration_seconds_count{verb="POST",') -ge 3 ]"
+  assertTrue "POSTs labelled by host and stage" \
+    "grep -Eq '^rest_client_requests_total\\{code=\"201\",method=\"POST\",host=\"[^\"]+:[0-9]+\",stage=\"rs-apply\"\\} ' '$TMP/b'"
+  assertTrue "stages' ages" "grep -q '^rs_stage_stats_age_seconds{stage=\"rs-sync\"} ' '$TMP/b'"
+  stop_controller
+}
+
+. "$SHUNIT2"
