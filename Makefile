@@ -87,3 +87,18 @@ clean:
 	rm -rf build build-asan
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# make run: the README's run command. make demo: a ReplicaSet scaled
+# 3 -> 10 -> 4 with a live table (demo/demo); it uses the controller that
+# ./run started, or starts one itself and stops it at the end.
+.PHONY: run
+run:
+	@./run
+demo:
+	@bash demo/demo
+
+soak: all
+	@sh tests/soak/run
+
+fuzz:
+	@sh tests/fuzz/run $(FUZZ_SECONDS)

@@ -1,0 +1,199 @@
+#!/bin/bash
+# s6.sh: the controller under s6 (service/rs-svscan), against the test
+# apiserver. Each stage in turn (rs-watch, rs-sync, rs-apply, rs-queue) is
+# SIGKILLed at a random moment while a ReplicaSet scales up to 300: s6 must
+# bring the controller back so that it ends with exactly 300 pods, never
+# created one beyond that, and never stalled for more than 10 s. A killed
+# stage must not leave the rest of its pipeline running. At the end
+# s6-svscanctl -t must leave no process behind.
+. "$(dirname "$0")/lib.sh"
+
+SCAN=$RS_STATE_DIR/scan
+CTL=$RS_STATE_DIR/ctl          # the supervised controller's RS_STATE_DIR
+REPLICAS=300
+MAX_STALL=10                   # seconds
+SVSCAN=
+
+oneTimeSetUp() {
+  need_cluster || return 0
+  RS_APPLY_FLAGS="-v 2" RS_SYNC_FLAGS="-v 2" \
+    "$top/service/rs-svscan" --state-dir "$CTL" --no-metrics "$SCAN" \
+    >"$TMP/svscan.log" 2>&1 &
+  SVSCAN=$!
+  wait_for 20 test -d "$SCAN/rs-pipeline/supervise" || { cat "$TMP/svscan.log" >&2; return 1; }
+  # the separate recorder: every pod event, for pod_adds and pod_peak
+  rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+}
+
+oneTimeTearDown() {
+  [ -n "$SVSCAN" ] && stop_svscan
+  rs_cleanup
+  if [ "${RS_KEEP_LOGS:-}" ] && [ -d "$TMP" ]; then
+    mkdir -p "$RS_KEEP_LOGS" && cp -r "$TMP" "$SCAN/.log" "$RS_KEEP_LOGS/" 2>/dev/null
+  fi
+  rm -rf "$RS_STATE_DIR"
+}
+
+# stop_svscan: s6-svscanctl -t, then wait for s6-svscan (30 s at most).
+stop_svscan() {
+  s6-svscanctl -t "$SCAN" 2>/dev/null
+  for _ in $(seq 1 150); do kill -0 "$SVSCAN" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$SVSCAN" 2>/dev/null && return 1
+  wait "$SVSCAN" 2>/dev/null
+  SVSCAN=
+  return 0
+}
+
+# leftovers: pids of processes of this scan directory: run from it (the
+# s6-supervise processes, the services) or started with its envdirs.
+leftovers() {
+  local p cwd
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = "$$" ] && continue
+    cwd=$(readlink "$p/cwd" 2>/dev/null) || continue
+    case $cwd in "$SCAN"|"$SCAN"/*) echo "${p#/proc/}"; continue ;; esac
+    if tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "RS_STATE_DIR=$CTL"; then
+      echo "${p#/proc/}"
+    fi
+  done
+}
+
+# stage_pid STAGE: the pid of rs-queue, or of a stage of the pipeline.
+stage_pid() {
+  local sup
+  case $1 in
+  rs-queue) s6-svstat -p "$SCAN/rs-queue" ;;
+  rs-pipeline) s6-svstat -p "$SCAN/rs-pipeline" ;;
+  *) sup=$(s6-svstat -p "$SCAN/rs-pipeline") && pgrep -P "$sup" -x "$1" ;;
+  esac
+}
+
+# pipeline_pids: the supervisor and the three stages, when all are up.
+pipeline_pids() {
+  local sup w s a
+  sup=$(s6-svstat -p "$SCAN/rs-pipeline") && [ "$sup" -gt 0 ] || return 1
+  w=$(pgrep -P "$sup" -x rs-watch) && s=$(pgrep -P "$sup" -x rs-sync) &&
+    a=$(pgrep -P "$sup" -x rs-apply) || return 1
+  echo "$sup $w $s $a"
+}
+
+# adds NS: pods of NS the recorder saw ADDED (cheap: grep, for polling).
+adds() {
+  grep -F '"type":"ADDED"' "$TMP/pods.ndjson" | grep -cF "\"namespace\":\"$1\""
+}
+
+now_ms() { date +%s%3N; }
+
+# none_running PID...: true when none of them is alive (zombies count dead).
+none_running() {
+  local p st
+  for p in "$@"; do
+    st=$(sed -e 's/^.*) //' -e 's/ .*//' "/proc/$p/stat" 2>/dev/null) || continue
+    [ "$st" = Z ] || return 1
+  done
+  return 0
+}
+
+test_services_up_and_queue_ready() {
+  need_cluster || return 0
+  assertTrue "rs-queue up and ready (notification-fd)" \
+    "wait_for 20 sh -c 's6-svstat \"$SCAN/rs-queue\" | grep -q \"^up .*ready\"'"
+  assertTrue "pipeline up with its three stages" "wait_for 20 pipeline_pids"
+  assertTrue "rs-queue logs through s6-log" "wait_for 10 grep -q 'serving queue' '$SCAN/.log/rs-queue/current'"
+  assertTrue "the pipeline logs through s6-log" "wait_for 10 grep -q 'rs-pipeline: started' '$SCAN/.log/rs-pipeline/current'"
+  assertEquals "KUBECONFIG in the envdir" "$KUBECONFIG" "$(cat "$SCAN/rs-pipeline/env/KUBECONFIG")"
+  assertTrue "no RC services without --rc" "[ ! -d '$SCAN/rs-rc-pipeline' ]"
+}
+
+# kill_during_scale_up STAGE: a ReplicaSet of $REPLICAS; STAGE SIGKILLed once
+# a random number of its pods exist; then the checks.
+kill_during_scale_up() {
+  local stage=$1 ns at old victim t_kill last n t gap maxgap=0 converged=0 p
+  ns=$(new_ns "kill-$stage")
+  wait_for 30 pipeline_pids || { fail "no pipeline before the test"; return; }
+  wait_for 10 sh -c 's6-svstat "$0" | grep -q "^up .*ready"' "$SCAN/rs-queue"
+  make_rs "$ns" big "$REPLICAS"
+  at=$(( 20 + RANDOM % (REPLICAS * 3 / 4 - 20) ))
+  if ! wait_for 120 sh -c '[ $(grep -F "\"type\":\"ADDED\"" "$0" | grep -cF "\"namespace\":\"$1\"") -ge $2 ]' \
+      "$TMP/pods.ndjson" "$ns" "$at"; then
+    fail "$stage: scale-up never reached $at pods"; return
+  fi
+  old=$(pipeline_pids)
+  victim=$(stage_pid "$stage")
+  assertTrue "$stage has a pid" "[ -n '$victim' ] && [ '$victim' -gt 0 ]"
+  n=$(adds "$ns")
+  kill -KILL "$victim"
+  t_kill=$(now_ms); last=$t_kill
+  echo "$stage: SIGKILL pid $victim at $n pods (aimed at $at)"
+
+  # Every increase of the pod count until convergence: the longest gap
+  # between the kill, the increases and convergence is the stall.
+  while [ $(( $(now_ms) - t_kill )) -lt 180000 ]; do
+    p=$(adds "$ns")
+    t=$(now_ms)
+    if [ "$p" -gt "$n" ]; then
+      gap=$(( t - last )); [ "$gap" -gt "$maxgap" ] && maxgap=$gap
+      n=$p; last=$t
+    fi
+    if [ "$p" -ge "$REPLICAS" ]; then converged=1; break; fi
+    gap=$(( t - last ))
+    [ "$gap" -gt $(( MAX_STALL * 1000 )) ] && { maxgap=$gap; break; }
+    sleep 0.2
+  done
+  echo "$stage: $n pods created $(( (last - t_kill) / 1000 )) s after the kill; longest stall ${maxgap} ms"
+  assertEquals "$stage: converged to $REPLICAS creates" 1 "$converged"
+  assertTrue "$stage: no stall over ${MAX_STALL} s (longest ${maxgap} ms)" \
+    "[ $maxgap -le $(( MAX_STALL * 1000 )) ]"
+
+  # shellcheck disable=SC2086
+  assertTrue "$stage: nothing of the old pipeline left running ($old)" \
+    "wait_for 25 none_running $old"
+  assertTrue "$stage: a new pipeline runs" "wait_for 20 pipeline_pids"
+  [ "$stage" = rs-queue ] && assertNotEquals "rs-queue restarted" "$victim" "$(stage_pid rs-queue)"
+  assertTrue "$stage: $REPLICAS live pods" \
+    "wait_for 60 sh -c '[ \$(kubectl -n $ns get pods -o name | wc -l) -eq $REPLICAS ]'"
+  assertTrue "$stage: status.replicas $REPLICAS" "wait_for 60 rs_status_is $ns big '.replicas == $REPLICAS'"
+  sleep 3
+  assertEquals "$stage: pods ever created" "$REPLICAS" "$(pod_adds "$ns")"
+  p=$(pod_peak "$ns")
+  assertTrue "$stage: never more than $REPLICAS pods at once (peak $p)" "[ $p -le $REPLICAS ]"
+  assertEquals "$stage: live pods" "$REPLICAS" "$(count_live "$ns" app=big)"
+
+}
+
+test_kill_rs_watch() { need_cluster || return 0; kill_during_scale_up rs-watch; }
+test_kill_rs_sync() { need_cluster || return 0; kill_during_scale_up rs-sync; }
+test_kill_rs_apply() { need_cluster || return 0; kill_during_scale_up rs-apply; }
+test_kill_rs_queue() { need_cluster || return 0; kill_during_scale_up rs-queue; }
+
+# The supervisor itself SIGKILLed (s6-svc -k): ./finish stops its stages.
+test_kill_pipeline_supervisor() {
+  local old ns
+  need_cluster || return 0
+  assertTrue "pipeline up" "wait_for 30 pipeline_pids"
+  old=$(pipeline_pids)
+  s6-svc -k "$SCAN/rs-pipeline"
+  # shellcheck disable=SC2086
+  assertTrue "stages of the killed supervisor stopped ($old)" "wait_for 10 none_running $old"
+  assertTrue "finish said so" "wait_for 10 grep -q 'finish: stopping what is left' '$SCAN/.log/rs-pipeline/current'"
+  assertTrue "a new pipeline runs" "wait_for 20 pipeline_pids"
+  ns=$(new_ns after-k)
+  make_rs "$ns" web 3
+  assertTrue "the new pipeline works" "wait_for 30 sh -c '[ \$(kubectl -n $ns get pods -o name | wc -l) -eq 3 ]'"
+  sleep 2
+  assertEquals "creates" 3 "$(pod_adds "$ns")"
+}
+
+# Last (shunit2 runs tests in file order): a clean stop leaves nothing.
+test_zz_svscanctl_t_leaves_nothing() {
+  need_cluster || return 0
+  assertNotNull "processes of the scan directory before the stop" "$(leftovers)"
+  assertTrue "s6-svscan exits on s6-svscanctl -t" stop_svscan
+  sleep 1
+  left=$(leftovers)
+  assertNull "nothing left running: $left" "$left"
+  # shellcheck disable=SC2086
+  if [ -n "$left" ]; then kill -KILL $left 2>/dev/null; fi
+}
+
+. "$SHUNIT2"
