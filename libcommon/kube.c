@@ -382,6 +382,35 @@ kreq_headers(struct kreq *r)
 	return RS_OK;
 }
 
+/* A POST is not idempotent, and libcurl sends a request again, body and
+ * all, when the reused connection it went on dies before any answer: the
+ * apiserver may have carried the first one out (a pod created twice). So a
+ * POST body goes through a callback that refuses to rewind: such a resend
+ * fails instead, as client-go never retries a POST either. PUT and PATCH
+ * carry preconditions (resourceVersion, UID); DELETE is idempotent. */
+static size_t
+kreq_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct kreq *r = arg;
+	size_t left = r->body_len - r->body_off;
+
+	if (left > size * n)
+		left = size * n;
+	if (left > 0)
+		memcpy(buf, r->body + r->body_off, left);
+	r->body_off += left;
+	return left;
+}
+
+static int
+kreq_noseek(void *arg, curl_off_t off, int origin)
+{
+	(void)arg;
+	(void)off;
+	(void)origin;
+	return CURL_SEEKFUNC_FAIL;
+}
+
 static CURLcode
 kreq_method(struct kreq *r)
 {
@@ -392,14 +421,22 @@ kreq_method(struct kreq *r)
 		SETOPT(e, CURLOPT_HTTPGET, 1L);
 	} else if (strcmp(r->method, "HEAD") == 0) {
 		SETOPT(e, CURLOPT_NOBODY, 1L);
-	} else if (r->body || strcmp(r->method, "POST") == 0 ||
-	    strcmp(r->method, "PUT") == 0 || strcmp(r->method, "PATCH") == 0) {
+	} else if (strcmp(r->method, "POST") == 0) {
+		r->body_off = 0;
+		SETOPT(e, CURLOPT_POST, 1L);
+		SETOPT(e, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)r->body_len);
+		SETOPT(e, CURLOPT_READFUNCTION, kreq_read);
+		SETOPT(e, CURLOPT_READDATA, r);
+		SETOPT(e, CURLOPT_SEEKFUNCTION, kreq_noseek);
+		SETOPT(e, CURLOPT_SEEKDATA, r);
+	} else if (r->body || strcmp(r->method, "PUT") == 0 ||
+	    strcmp(r->method, "PATCH") == 0) {
 		/* Always POSTFIELDS: without it libcurl would read stdin. */
 		SETOPT(e, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)r->body_len);
 		SETOPT(e, CURLOPT_POSTFIELDS, r->body ? r->body : "");
-		if (strcmp(r->method, "POST") != 0)
-			SETOPT(e, CURLOPT_CUSTOMREQUEST, r->method);
+		SETOPT(e, CURLOPT_CUSTOMREQUEST, r->method);
 	} else {
 		SETOPT(e, CURLOPT_CUSTOMREQUEST, r->method);
 	}
@@ -593,9 +630,13 @@ kreq_finish(struct kreq *r, CURLcode cc)
 		return r->fn ? kube_stream_flush(r) : RS_OK;
 	rs_kstatus_from_body(st, r->resp.code, r->resp.body, r->resp.len,
 	    r->retry_after);
+	/* fresh credentials, one more attempt: flagged apart from the result,
+	 * which a line callback may set to any code */
 	if (r->resp.code == 401 && r->attempt == 0 &&
-	    rs_kauth_unauthorized(r->k->auth, r->cred.gen))
+	    rs_kauth_unauthorized(r->k->auth, r->cred.gen)) {
+		r->resend = 1;
 		return RS_EAGAIN;
+	}
 	if (RS_V(9) && r->resp.body)
 		rs_info(9, "response body: %.*s", (int)(r->resp.len < 4096 ?
 		    r->resp.len : 4096), r->resp.body);
@@ -704,8 +745,9 @@ kube_perform(struct rs_kube *k, struct kreq *r)
 			rc = RS_OK;
 			break;
 		}
+		r->resend = 0;
 		rc = kreq_finish(r, cc);
-		if (rc != RS_EAGAIN)
+		if (!r->resend)
 			break;
 		kreq_reset(r);
 		curl_easy_reset(r->easy);

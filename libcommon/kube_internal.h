@@ -62,6 +62,7 @@ struct kreq {
 	const char *method, *path, *ctype;
 	const char *body;
 	size_t body_len;
+	size_t body_off;              /* a POST body's bytes read by libcurl */
 	long timeout_ms;              /* 0: none */
 	CURL *easy;
 	struct curl_slist *headers;
@@ -71,6 +72,7 @@ struct kreq {
 	size_t cap;
 	int retry_after;              /* Retry-After header, seconds */
 	int attempt;
+	int resend;                   /* kreq_finish asks for one more attempt */
 	int64_t start_ns;
 	/* Streams: fn per line when the answer is 2xx. */
 	rs_kube_line_fn fn;

@@ -177,8 +177,9 @@ reap(struct rs_kube *k)
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE,
 		    (char **)&r);
 		run_unlink(k, r);
+		r->resend = 0;
 		rc = kreq_finish(r, cc);
-		if (rc == RS_EAGAIN) {
+		if (r->resend) {
 			kreq_reset(r);
 			curl_easy_reset(r->easy);
 			rc = req_start(k, r);

@@ -7,13 +7,22 @@
 #include "kubeconfig_yaml.h"
 
 /* Aliases may point at any earlier node, so "a: &a [*a]"-style loops and
- * exponential "billion laughs" expansions are cut off by these bounds. */
+ * exponential "billion laughs" expansions are cut off by these bounds: the
+ * bytes bound too, since one alias of a long scalar copies it again. */
 #define YAML_MAX_DEPTH 64
 #define YAML_MAX_NODES 1000000
+#define YAML_MAX_BYTES (64L << 20)
+
+/* libyaml's scanner takes time quadratic in the depth of flow collections
+ * (100,000 '[' cost minutes): a depth no kubeconfig has is refused before
+ * it starts. Brackets inside quoted scalars count too: harmless at this
+ * bound. */
+#define YAML_MAX_FLOW 1000
 
 struct conv {
 	yaml_document_t *doc;
 	long budget;
+	long bytes;
 	const char *why;
 };
 
@@ -115,6 +124,11 @@ conv_node(struct conv *c, int index, int depth)
 	}
 	switch (n->type) {
 	case YAML_SCALAR_NODE:
+		c->bytes -= (long)n->data.scalar.length;
+		if (c->bytes < 0) {
+			c->why = "too large (alias expansion)";
+			return NULL;
+		}
 		return conv_scalar(n);
 	case YAML_SEQUENCE_NODE:
 		return conv_seq(c, n, depth);
@@ -124,6 +138,23 @@ conv_node(struct conv *c, int index, int depth)
 		c->why = "unknown node type";
 		return NULL;
 	}
+}
+
+static int
+flow_too_deep(const char *buf, size_t len)
+{
+	long d = 0;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (buf[i] == '[' || buf[i] == '{') {
+			if (++d > YAML_MAX_FLOW)
+				return 1;
+		} else if ((buf[i] == ']' || buf[i] == '}') && d > 0) {
+			d--;
+		}
+	}
+	return 0;
 }
 
 rs_code
@@ -139,6 +170,11 @@ rs_yaml_to_json(const char *buf, size_t len, cJSON **out, char *err,
 	*out = NULL;
 	if (errlen)
 		err[0] = '\0';
+	if (flow_too_deep(buf, len)) {
+		snprintf(err, errlen, "flow collections nested more than %d deep",
+		    YAML_MAX_FLOW);
+		return RS_EPARSE;
+	}
 	if (!yaml_parser_initialize(&parser))
 		return RS_ENOMEM;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
@@ -160,6 +196,7 @@ rs_yaml_to_json(const char *buf, size_t len, cJSON **out, char *err,
 	}
 	c.doc = &doc;
 	c.budget = YAML_MAX_NODES;
+	c.bytes = YAML_MAX_BYTES;
 	c.why = NULL;
 	*out = conv_node(&c, 1, 0);
 	if (*out == NULL) {

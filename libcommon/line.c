@@ -82,7 +82,12 @@ rs_line_next(struct rs_line_reader *r, char **line, size_t *len)
 	if (r->skipping) {
 		if (nl == NULL) {
 			r->off = r->len = 0;
-			return r->eof ? RS_EEOF : RS_EAGAIN;
+			if (!r->eof)
+				return RS_EAGAIN;
+			/* an oversized last line without newline: still said */
+			r->skipping = 0;
+			r->lineno++;
+			return RS_ETOOBIG;
 		}
 		r->off = nl + 1 - r->buf;
 		r->skipping = 0;

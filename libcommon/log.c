@@ -121,5 +121,8 @@ rs_fatal(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	log_emit('F', "fatal", fmt, ap);
 	va_end(ap);
-	exit(code);
+	/* not exit(3): atexit handlers (OpenSSL's among them) would run while
+	 * other threads may still be inside TLS */
+	fflush(NULL);
+	_exit(code);
 }

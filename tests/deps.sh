@@ -19,6 +19,9 @@ openssl:cmd/openssl
 curl:cmd/curl
 gnuplot-nox:cmd/gnuplot
 procps:cmd/ps
+valgrind:cmd/valgrind
+clang:cmd/clang
+libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
 missing=
 for e in $need; do

@@ -24,8 +24,8 @@ api_curl() {
     --key "$RS_TEST_CLUSTER/admin.key" "$@"
 }
 
-# mkpods NS N: N bare pods named p-XXXXX, created 16 at a time (seconds
-# for thousands, where kubectl create takes minutes).
+# mkpods NS N: N bare pods named p-XXXXX, created 16 requests at a time by
+# curl --parallel (kubectl create sends a list's items one by one).
 mkpods() {
   . "$RS_TEST_CLUSTER/env"
   _url="https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/pods"
@@ -54,6 +54,16 @@ stream_state() {
 server_state() {
   kubectl -n "$1" get pods -o json |
     jq -r '.items[] | "\(.metadata.name) \(.metadata.uid) \(.metadata.resourceVersion)"' | sort
+}
+
+# diagnose PID LOG: what a watcher that stopped making progress is doing.
+diagnose() {
+  echo "--- rs-watch $1: $(grep -E '^State' "/proc/$1/status" 2>/dev/null || echo gone)"
+  for t in /proc/"$1"/task/*; do
+    [ -r "$t/stack" ] && { echo "task ${t##*/}: $(tr '\n' ' ' <"$t/stack" | cut -c1-300)"; }
+  done
+  command -v gdb >/dev/null && gdb -p "$1" -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^(#|Thread)'
+  echo "--- log"; tail -20 "$2"
 }
 
 # has_line FILE JQ-CONDITION: some line of FILE satisfies the condition.
@@ -171,7 +181,8 @@ test_relist_after_410_reports_missed_deletions() {
   "$CLUSTER" compact "$RS_TEST_CLUSTER" >/dev/null
   lines=$(wc -l <"$OUT")
   kill -CONT "$w"
-  assertTrue "relisted after 410" "wait_for 60 grep -q 'relisting after 410' $OUT.log"
+  assertTrue "relisted after 410" "wait_for 60 grep -q 'relisting after 410' $OUT.log" ||
+    diagnose "$w" "$OUT.log"
   assertTrue "stream equals the server" "wait_for 30 same_state $OUT $ns"
   tail -n +"$((lines + 1))" "$OUT" >"$OUT.after"
   assertEquals "p1 and p2 deleted with final state unknown" \
@@ -185,7 +196,32 @@ p2 $uid2 true" \
   assertEquals "p4 unchanged, not printed" 0 \
     "$(jq -r 'select(.object.metadata.name == "p4")' "$OUT.after" | wc -l)"
   assertEquals "no SYNCED for a relist" 1 "$(synced_count "$OUT")"
-  [ "$(grep -c 'relisting after 410' "$OUT.log")" -ge 1 ] || tail -20 "$OUT.log"
+}
+
+# A continue token that expires in the middle of a paginated list (the
+# apiserver restarted, so its cache no longer has the list's snapshot, and
+# etcd compacted past it): the list starts again, and every object is
+# printed once.
+test_expired_continue_token_restarts_the_list() {
+  need_cluster || return
+  ns=$(new_ns wcont)
+  for i in $(seq 1 30); do echo "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c$i\"}}"; done |
+    kubectl -n "$ns" create -f - >/dev/null
+  # two objects a page, one page a second: 16 s of paging
+  rs_bg rs-watch -v 1 --page-size 2 --kube-api-qps 1 --kube-api-burst 1 --backoff-max 1s \
+    -n "$ns" v1/configmaps >"$OUT" 2>"$OUT.log"
+  sleep 2.5
+  "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
+  . "$RS_TEST_CLUSTER/env"
+  curl -sS -X POST "http://127.0.0.1:$ETCD_PORT/v3/kv/put" -d '{"key":"cnMtd2F0Y2gtYnVtcA==","value":"eA=="}' >/dev/null
+  "$CLUSTER" compact "$RS_TEST_CLUSTER" >/dev/null
+  "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
+  assertTrue "SYNCED" "wait_for 60 synced_n $OUT 1"
+  assertTrue "the continue token expired: $(tail -3 "$OUT.log")" \
+    "grep -q 'continue token of the configmaps list expired after [0-9]* pages' $OUT.log"
+  assertEquals "every object once" "$(seq 1 30 | sed 's/^/c/' | sort)" \
+    "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT" | sort)"
+  assertEquals "30 ADDED and SYNCED, nothing else" 31 "$(wc -l <"$OUT")"
 }
 
 test_head_exits_at_once() {
