@@ -1,4 +1,20 @@
+#include <stdarg.h>
+#include <stdio.h>
+
 #include "code.h"
+
+rs_code
+rs_why(rs_code rc, char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL && len > 0) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
 
 const char *
 rs_strerror(rs_code c)

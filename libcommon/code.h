@@ -26,6 +26,13 @@ typedef enum rs_code {
 
 const char *rs_strerror(rs_code c);
 
+#include <stddef.h>
+
+/* Writes a reason into why[0..len) (when why is not NULL) and returns rc:
+ * for functions that report what was wrong with their input. */
+rs_code rs_why(rs_code rc, char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* The s6 exit code that a tool dying with this code should use:
  * 0 ok, 100 usage, 111 temporary, 1 refused. */
 int rs_exit_code(rs_code c);

@@ -5,19 +5,6 @@
 
 #include "labels.h"
 
-static rs_code
-refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return RS_EPARSE;
-}
-
 /* The strings were copied in input order, so for equal keys the address
  * tells which came last; that one must sort last to win. */
 static int
@@ -72,11 +59,11 @@ rs_labels_from_json(const cJSON *obj, struct rs_labels **out,
 	if (cJSON_IsNull(obj))
 		obj = NULL;
 	if (obj != NULL && !cJSON_IsObject(obj))
-		return refuse(why, whylen, "labels are not a JSON object");
+		return rs_why(RS_EPARSE, why, whylen, "labels are not a JSON object");
 	if (obj != NULL) {
 		n = count(obj, &bytes, &bad);
 		if (bad != NULL)
-			return refuse(why, whylen,
+			return rs_why(RS_EPARSE, why, whylen,
 			    "label \"%s\": value is not a string", bad);
 	}
 	l = malloc(sizeof *l + n * sizeof l->kv[0] + bytes);

@@ -54,26 +54,9 @@ struct sv {
 	"end with an alphanumeric character"
 
 static rs_code
-refuse(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static rs_code
-refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why != NULL && whylen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return RS_EPARSE;
-}
-
-static rs_code
 oom(char *why, size_t whylen)
 {
-	refuse(why, whylen, "out of memory");
+	rs_why(RS_EPARSE, why, whylen, "out of memory");
 	return RS_ENOMEM;
 }
 
@@ -227,13 +210,13 @@ check(struct sv key, enum op op, const struct sv *val, size_t nval,
 	size_t i;
 
 	if ((bad = key_problem(key)) != NULL)
-		return refuse(why, whylen, "invalid label key \"%.*s\": %s",
+		return rs_why(RS_EPARSE, why, whylen, "invalid label key \"%.*s\": %s",
 		    (int)key.n, key.p, bad);
 	switch (op) {
 	case OP_IN:
 	case OP_NOTIN:
 		if (nval == 0)
-			return refuse(why, whylen, "key \"%.*s\": for 'in', "
+			return rs_why(RS_EPARSE, why, whylen, "key \"%.*s\": for 'in', "
 			    "'notin' operators, values set can't be empty",
 			    (int)key.n, key.p);
 		break;
@@ -241,28 +224,28 @@ check(struct sv key, enum op op, const struct sv *val, size_t nval,
 	case OP_DEQ:
 	case OP_NE:
 		if (nval != 1)
-			return refuse(why, whylen, "key \"%.*s\": exact-match "
+			return rs_why(RS_EPARSE, why, whylen, "key \"%.*s\": exact-match "
 			    "compatibility requires one single value",
 			    (int)key.n, key.p);
 		break;
 	case OP_EXISTS:
 	case OP_NOTEXIST:
 		if (nval != 0)
-			return refuse(why, whylen, "key \"%.*s\": values set "
+			return rs_why(RS_EPARSE, why, whylen, "key \"%.*s\": values set "
 			    "must be empty for exists and does not exist",
 			    (int)key.n, key.p);
 		break;
 	case OP_GT:
 	case OP_LT:
 		if (nval != 1 || parse_int64(val[0].p, val[0].n, num) != 0)
-			return refuse(why, whylen, "key \"%.*s\": for 'gt', "
+			return rs_why(RS_EPARSE, why, whylen, "key \"%.*s\": for 'gt', "
 			    "'lt' operators, the value must be one integer",
 			    (int)key.n, key.p);
 		break;
 	}
 	for (i = 0; i < nval; i++)
 		if ((bad = value_problem(val[i])) != NULL)
-			return refuse(why, whylen, "invalid label value "
+			return rs_why(RS_EPARSE, why, whylen, "invalid label value "
 			    "\"%.*s\" for key \"%.*s\": %s", (int)val[i].n,
 			    val[i].p, (int)key.n, key.p, bad);
 	return RS_OK;
@@ -454,7 +437,7 @@ is(struct sv s, const char *word)
 static rs_code
 found(struct parser *p, struct sv lit, const char *expected)
 {
-	return refuse(p->msg, sizeof p->msg, "found '%.*s', expected: %s",
+	return rs_why(RS_EPARSE, p->msg, sizeof p->msg, "found '%.*s', expected: %s",
 	    (int)lit.n, lit.p, expected);
 }
 
@@ -515,7 +498,7 @@ parse_values(struct parser *p)
 	rs_code rc;
 
 	if (next(p, &lit) != T_OPAR)
-		return refuse(p->msg, sizeof p->msg,
+		return rs_why(RS_EPARSE, p->msg, sizeof p->msg,
 		    "found '%.*s' expected: '('", (int)lit.n, lit.p);
 	switch (p->t) {
 	case T_ID:
@@ -562,7 +545,7 @@ parse_requirement(struct parser *p, struct rs_selector *s)
 	if (t != T_ID)
 		return found(p, key, "identifier");
 	if ((bad = key_problem(key)) != NULL)
-		return refuse(p->msg, sizeof p->msg,
+		return rs_why(RS_EPARSE, p->msg, sizeof p->msg,
 		    "invalid label key \"%.*s\": %s", (int)key.n, key.p, bad);
 	if (neg || p->t == T_END || p->t == T_COMMA)
 		return req_add(s, key, neg ? OP_NOTEXIST : OP_EXISTS, NULL, 0,
@@ -639,7 +622,7 @@ rs_selector_parse(const char *str, struct rs_selector **out,
 	rc = parse_all(&p, s, &inreq);
 	free(p.val);
 	if (rc == RS_EPARSE)
-		refuse(why, whylen, "%s%s",
+		rs_why(RS_EPARSE, why, whylen, "%s%s",
 		    inreq ? "unable to parse requirement: " : "", p.msg);
 	else if (rc != RS_OK)
 		oom(why, whylen);
@@ -677,10 +660,10 @@ add_map(struct rs_selector *s, const cJSON *m, const char *what,
 	if (m == NULL)
 		return RS_OK;
 	if (!cJSON_IsObject(m))
-		return refuse(why, whylen, "%s is not a JSON object", what);
+		return rs_why(RS_EPARSE, why, whylen, "%s is not a JSON object", what);
 	cJSON_ArrayForEach(c, m) {
 		if (!cJSON_IsString(c) || c->valuestring == NULL)
-			return refuse(why, whylen, "%s: value of \"%s\" is not "
+			return rs_why(RS_EPARSE, why, whylen, "%s: value of \"%s\" is not "
 			    "a string", what, c->string);
 		v = sv_of(c->valuestring);
 		rc = req_add(s, sv_of(c->string), OP_EQ, &v, 1, 0, why, whylen);
@@ -702,7 +685,7 @@ expr_str(const cJSON *e, const char *name, const char **out,
 	if (f == NULL)
 		return RS_OK;
 	if (!cJSON_IsString(f) || f->valuestring == NULL)
-		return refuse(why, whylen, "matchExpressions: %s is not a "
+		return rs_why(RS_EPARSE, why, whylen, "matchExpressions: %s is not a "
 		    "string", name);
 	*out = f->valuestring;
 	return RS_OK;
@@ -722,7 +705,7 @@ expr_op(const char *name, enum op *op, char *why, size_t whylen)
 			*op = ops[i].op;
 			return RS_OK;
 		}
-	return refuse(why, whylen, "\"%s\" is not a valid pod selector "
+	return rs_why(RS_EPARSE, why, whylen, "\"%s\" is not a valid pod selector "
 	    "operator", name);
 }
 
@@ -742,7 +725,7 @@ add_expr(struct rs_selector *s, const cJSON *e, char *why, size_t whylen)
 	if (cJSON_IsNull(e))
 		e = NULL;
 	if (e != NULL && !cJSON_IsObject(e))
-		return refuse(why, whylen, "matchExpressions: an element is "
+		return rs_why(RS_EPARSE, why, whylen, "matchExpressions: an element is "
 		    "not a JSON object");
 	if ((rc = expr_str(e, "key", &key, why, whylen)) != RS_OK ||
 	    (rc = expr_str(e, "operator", &opname, why, whylen)) != RS_OK ||
@@ -750,7 +733,7 @@ add_expr(struct rs_selector *s, const cJSON *e, char *why, size_t whylen)
 		return rc;
 	vals = e ? field(e, "values") : NULL;
 	if (vals != NULL && !cJSON_IsArray(vals))
-		return refuse(why, whylen, "matchExpressions: values of "
+		return rs_why(RS_EPARSE, why, whylen, "matchExpressions: values of "
 		    "\"%s\" is not an array", key);
 	if (vals != NULL && cJSON_GetArraySize(vals) > 0) {
 		v = calloc(cJSON_GetArraySize(vals), sizeof *v);
@@ -764,7 +747,7 @@ add_expr(struct rs_selector *s, const cJSON *e, char *why, size_t whylen)
 			v[n++] = sv_of(c->valuestring);
 		} else {
 			free(v);
-			return refuse(why, whylen, "matchExpressions: a value "
+			return rs_why(RS_EPARSE, why, whylen, "matchExpressions: a value "
 			    "of \"%s\" is not a string", key);
 		}
 	}
@@ -783,7 +766,7 @@ rs_selector_from_label_selector(const cJSON *ls, struct rs_selector **out,
 
 	*out = NULL;
 	if (ls != NULL && !cJSON_IsNull(ls) && !cJSON_IsObject(ls))
-		return refuse(why, whylen, "label selector is not a JSON object");
+		return rs_why(RS_EPARSE, why, whylen, "label selector is not a JSON object");
 	if ((s = sel_new(ls == NULL || cJSON_IsNull(ls))) == NULL)
 		return oom(why, whylen);
 	if (s->nothing)
@@ -791,7 +774,7 @@ rs_selector_from_label_selector(const cJSON *ls, struct rs_selector **out,
 	rc = add_map(s, field(ls, "matchLabels"), "matchLabels", why, whylen);
 	me = field(ls, "matchExpressions");
 	if (rc == RS_OK && me != NULL && !cJSON_IsArray(me))
-		rc = refuse(why, whylen, "matchExpressions is not a JSON array");
+		rc = rs_why(RS_EPARSE, why, whylen, "matchExpressions is not a JSON array");
 	if (rc == RS_OK && me != NULL)
 		cJSON_ArrayForEach(e, me)
 			if ((rc = add_expr(s, e, why, whylen)) != RS_OK)

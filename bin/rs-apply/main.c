@@ -18,6 +18,7 @@
 #include "clock.h"
 #include "kube.h"
 #include "kubeconfig.h"
+#include "flag.h"
 #include "log.h"
 #include "stagestats.h"
 
@@ -101,31 +102,6 @@ on_signal(int sig)
 	got_term = 1;
 }
 
-__attribute__((noreturn)) static void
-usage(const char *fmt, const char *arg)
-{
-	char msg[512];
-
-	snprintf(msg, sizeof msg, fmt, arg);
-	fprintf(stderr, "%s: fatal: %s\n" USAGE
-	    "Try 'rs-apply --help' for more information.\n", rs_log_prog(),
-	    msg);
-	exit(100);
-}
-
-static long
-num_arg(const char *s, long lo, long hi, const char *flag)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		usage("invalid value for %s", flag);
-	return v;
-}
-
 static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
@@ -136,7 +112,7 @@ parse_flags(int argc, char **argv, struct flags *f)
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_CONC:
-			app.concurrency = num_arg(optarg, 1, 1000000,
+			app.concurrency = rs_flag_long(optarg, 1, 1000000,
 			    "--concurrency");
 			break;
 		case OPT_DRY: app.dry_run = 1; break;
@@ -149,30 +125,30 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QPS:
 			qps = strtod(optarg, &end);
 			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
-				usage("invalid value for %s", "--kube-api-qps");
+				rs_flag_fail("invalid value for %s", "--kube-api-qps");
 			f->kopts.qps = qps;
 			break;
 		case OPT_BURST:
-			f->kopts.burst = num_arg(optarg, 1, 1000000,
+			f->kopts.burst = rs_flag_long(optarg, 1, 1000000,
 			    "--kube-api-burst");
 			break;
 		case 'v':
-			rs_log_set_verbosity(num_arg(optarg, 0, 10, "-v"));
+			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
 			break;
 		case OPT_LOGFMT:
 			if (rs_log_set_format(optarg) != 0)
-				usage("unknown log format '%s' (text or json)",
+				rs_flag_fail("unknown log format '%s' (text or json)",
 				    optarg);
 			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			usage("%s", "invalid flag");
+			rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind < argc)
-		usage("unexpected argument '%s'", argv[optind]);
+		rs_flag_fail("unexpected argument '%s'", argv[optind]);
 }
 
 static void
@@ -359,6 +335,7 @@ main(int argc, char **argv)
 	rs_code rc;
 
 	rs_log_init(argv[0]);
+	rs_flag_set_usage(USAGE);
 	app.concurrency = 16;
 	parse_flags(argc, argv, &f);
 	setup_signals();

@@ -17,6 +17,7 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "lease.h"
+#include "flag.h"
 #include "log.h"
 #include "run.h"
 
@@ -98,63 +99,6 @@ struct flags {
 	struct rs_kube_config_opts ko;
 };
 
-__attribute__((noreturn)) static void
-usage(const char *fmt, const char *arg)
-{
-	char msg[512];
-
-	snprintf(msg, sizeof msg, fmt, arg);
-	fprintf(stderr, "%s: fatal: %s\n" USAGE
-	    "Try 'rs-lease --help' for more information.\n", rs_log_prog(), msg);
-	exit(100);
-}
-
-/* A Go duration: "15s", "1500ms", "1m30s". */
-static int64_t
-dur_arg(const char *s, const char *flag)
-{
-	static const struct { const char *u; double ns; } units[] = {
-		/* "ms" before "m" */
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-		{ "m", 60e9 }, { "h", 3600e9 },
-	};
-	double total = 0, v;
-	const char *p = s;
-	char *end;
-	size_t i, n;
-
-	while (*p) {
-		if (!((*p >= '0' && *p <= '9') || *p == '.'))
-			break;
-		v = strtod(p, &end);
-		for (i = 0; i < sizeof units / sizeof units[0]; i++) {
-			n = strlen(units[i].u);
-			if (strncmp(end, units[i].u, n) == 0)
-				break;
-		}
-		if (end == p || i == sizeof units / sizeof units[0])
-			break;
-		total += v * units[i].ns;
-		p = end + strlen(units[i].u);
-	}
-	if (*s == '\0' || *p != '\0' || !isfinite(total) || total > 9e18)
-		usage("invalid duration for %s (examples: 500ms, 15s, 1m)", flag);
-	return (int64_t)total;
-}
-
-static int
-num_arg(const char *s, int lo, int hi, const char *flag)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		usage("invalid value for %s", flag);
-	return (int)v;
-}
-
 /* DNS label (namespace) or subdomain (name): also keeps the URL clean. */
 static int
 dns_ok(const char *s, size_t max, int dots)
@@ -183,43 +127,43 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_NS: f->eo.ns = optarg; break;
 		case OPT_NAME: f->eo.name = optarg; break;
 		case OPT_DURATION:
-			f->eo.lease_duration = dur_arg(optarg,
+			f->eo.lease_duration = rs_flag_duration(optarg,
 			    "--leader-elect-lease-duration");
 			break;
 		case OPT_DEADLINE:
-			f->eo.renew_deadline = dur_arg(optarg,
+			f->eo.renew_deadline = rs_flag_duration(optarg,
 			    "--leader-elect-renew-deadline");
 			break;
 		case OPT_RETRY:
-			f->eo.retry_period = dur_arg(optarg,
+			f->eo.retry_period = rs_flag_duration(optarg,
 			    "--leader-elect-retry-period");
 			break;
 		case OPT_IDENTITY: f->eo.identity = optarg; break;
-		case OPT_KILL: f->eo.kill_after = dur_arg(optarg, "--kill-after");
+		case OPT_KILL: f->eo.kill_after = rs_flag_duration(optarg, "--kill-after");
 			break;
 		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
 		case OPT_CONTEXT: f->ko.context = optarg; break;
 		case OPT_MASTER: f->ko.master = optarg; break;
 		case 'v':
-			rs_log_set_verbosity(num_arg(optarg, 0, 10, "-v"));
+			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
 			break;
 		case OPT_LOGFMT:
 			if (rs_log_set_format(optarg) != 0)
-				usage("unknown log format '%s' (text or json)", optarg);
+				rs_flag_fail("unknown log format '%s' (text or json)", optarg);
 			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			usage("%s", "invalid flag");
+			rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (f->eo.name == NULL && optind < argc)
 		f->eo.name = argv[optind++];
 	if (f->eo.name == NULL)
-		usage("%s", "no lease name");
+		rs_flag_fail("%s", "no lease name");
 	if (optind >= argc)
-		usage("%s", "no prog to run");
+		rs_flag_fail("%s", "no prog to run");
 }
 
 /* client-go's NewLeaderElector checks, and whole seconds for the Lease. */
@@ -227,14 +171,14 @@ static void
 check_timing(const struct elect_opts *o)
 {
 	if (o->lease_duration < 1000000000LL)
-		usage("%s must be at least 1s", "--leader-elect-lease-duration");
+		rs_flag_fail("%s must be at least 1s", "--leader-elect-lease-duration");
 	if (o->lease_duration <= o->renew_deadline)
-		usage("%s must be longer than the renew deadline",
+		rs_flag_fail("%s must be longer than the renew deadline",
 		    "--leader-elect-lease-duration");
 	if (o->retry_period <= 0)
-		usage("%s must be positive", "--leader-elect-retry-period");
+		rs_flag_fail("%s must be positive", "--leader-elect-retry-period");
 	if ((double)o->renew_deadline <= 1.2 * (double)o->retry_period)
-		usage("%s must be longer than 1.2 times the retry period",
+		rs_flag_fail("%s must be longer than 1.2 times the retry period",
 		    "--leader-elect-renew-deadline");
 	if (o->renew_deadline + o->kill_after >= o->lease_duration)
 		rs_warn("renew deadline + kill-after is not shorter than the "
@@ -299,13 +243,13 @@ check_names(struct flags *f)
 	if (f->eo.ns == NULL)
 		f->eo.ns = default_ns();
 	if (!dns_ok(f->eo.ns, 63, 0))
-		usage("invalid namespace '%s'", f->eo.ns);
+		rs_flag_fail("invalid namespace '%s'", f->eo.ns);
 	if (!dns_ok(f->eo.name, 253, 1))
-		usage("invalid lease name '%s'", f->eo.name);
+		rs_flag_fail("invalid lease name '%s'", f->eo.name);
 	if (f->eo.identity == NULL)
 		f->eo.identity = default_identity();
 	if (f->eo.identity[0] == '\0' || strlen(f->eo.identity) > LEASE_ID_MAX)
-		usage("%s must be 1 to 253 bytes", "--identity");
+		rs_flag_fail("%s must be 1 to 253 bytes", "--identity");
 }
 
 /* TERM, INT and CHLD are read from a signalfd; blocked before the API
@@ -346,6 +290,7 @@ main(int argc, char **argv)
 
 	run_note_fds();
 	rs_log_init(argv[0]);
+	rs_flag_set_usage(USAGE);
 	parse_flags(argc, argv, &f);
 	check_timing(&f.eo);
 	check_names(&f);

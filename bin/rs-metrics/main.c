@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "flag.h"
 #include "log.h"
 #include "queue_client.h"
 #include "rsm.h"
@@ -64,29 +65,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-__attribute__((noreturn)) static void
-usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "%s: fatal: ", rs_log_prog());
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n" USAGE "Try 'rs-metrics --help' for more "
-	    "information.\n");
-	exit(100);
-}
-
-static double
-num_arg(const char *s, double lo, double hi, const char *flag)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || *end || !(v >= lo && v <= hi))
-		usage("invalid value for %s", flag);
-	return v;
-}
-
 /* ADDR:PORT, [ADDR]:PORT or :PORT, with a numeric port. */
 static void
 check_listen(const char *s)
@@ -94,15 +72,15 @@ check_listen(const char *s)
 	const char *colon = strrchr(s, ':'), *p;
 
 	if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) > 5)
-		usage("--listen wants ADDR:PORT, not '%s'", s);
+		rs_flag_fail("--listen wants ADDR:PORT, not '%s'", s);
 	for (p = colon + 1; *p; p++)
 		if (*p < '0' || *p > '9')
-			usage("--listen wants a numeric port, not '%s'", s);
+			rs_flag_fail("--listen wants a numeric port, not '%s'", s);
 	if (atoi(colon + 1) > 65535)
-		usage("--listen: port out of range in '%s'", s);
+		rs_flag_fail("--listen: port out of range in '%s'", s);
 	if (s[0] == '[' ? colon[-1] != ']' || colon == s + 1 :
 	    memchr(s, ':', colon - s) != NULL)
-		usage("--listen: write an IPv6 address as [ADDR]:PORT, not '%s'",
+		rs_flag_fail("--listen: write an IPv6 address as [ADDR]:PORT, not '%s'",
 		    s);
 }
 
@@ -122,7 +100,7 @@ split_stages(struct rsm_opts *o, const char *list)
 		if (*tok == '\0')
 			continue;
 		if (strchr(tok, '/') || tok[0] == '.')
-			usage("--stages: '%s' is not a stage name", tok);
+			rs_flag_fail("--stages: '%s' is not a stage name", tok);
 		o->stages[o->nstages++] = tok;
 	}
 }
@@ -142,38 +120,38 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 		case O_QUEUE: queue = optarg; break;
 		case O_STATE:
 			if (*optarg == '\0')
-				usage("%s", "--state-dir is empty");
+				rs_flag_fail("%s", "--state-dir is empty");
 			/* the one place every path of the instance comes from */
 			setenv("RS_STATE_DIR", optarg, 1);
 			break;
 		case O_STAGES: stages = optarg; break;
 		case O_STALE:
-			o->stale = num_arg(optarg, 0.5, 86400, "--stale");
+			o->stale = rs_flag_double(optarg, 0.5, 86400, "--stale");
 			break;
 		case O_NOTIFY:
-			o->notify_fd = (int)num_arg(optarg, 0, 1 << 20,
+			o->notify_fd = (int)rs_flag_double(optarg, 0, 1 << 20,
 			    "--notify-fd");
 			if (fcntl(o->notify_fd, F_GETFD) < 0)
-				usage("--notify-fd %s: not an open descriptor",
+				rs_flag_fail("--notify-fd %s: not an open descriptor",
 				    optarg);
 			break;
 		case 'v':
-			rs_log_set_verbosity((int)num_arg(optarg, 0, 10, "-v"));
+			rs_log_set_verbosity((int)rs_flag_double(optarg, 0, 10, "-v"));
 			break;
 		case O_LOGFMT:
 			if (rs_log_set_format(optarg) != 0)
-				usage("unknown log format '%s' (text or json)",
+				rs_flag_fail("unknown log format '%s' (text or json)",
 				    optarg);
 			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			usage("%s", "invalid flag");
+			rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind < argc)
-		usage("unexpected argument '%s'", argv[optind]);
+		rs_flag_fail("unexpected argument '%s'", argv[optind]);
 	check_listen(o->listen);
 	split_stages(o, stages);
 	o->queue = queue ? strdup(queue) : rs_queue_default_path();
@@ -189,6 +167,7 @@ main(int argc, char **argv)
 	int code;
 
 	rs_log_init(argv[0]);
+	rs_flag_set_usage(USAGE);
 	memset(&o, 0, sizeof o);
 	parse_flags(argc, argv, &o);
 	rs_info(1, "queue %s, stats %s", o.queue, o.stats_dir);

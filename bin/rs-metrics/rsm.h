@@ -9,7 +9,7 @@
 #include <cJSON.h>
 
 #define RSM_LISTEN_DEFAULT "127.0.0.1:10267"
-#define RSM_STAGES_DEFAULT "rs-sync,rs-apply"
+#define RSM_STAGES_DEFAULT "rs-watch,rs-sync,rs-apply"
 #define RSM_STALE_DEFAULT 10.0          /* seconds */
 #define RSM_QUEUE_TIMEOUT_MS 2000       /* rs-queue's STATS answer */
 #define RSM_REQ_MAX 8192                /* request line and headers */

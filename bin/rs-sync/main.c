@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "flag.h"
 #include "handlers.h"
 #include "log.h"
 #include "queue_client.h"
@@ -65,23 +66,7 @@ queue_enqueue(void *arg, const char *key, double after)
 		rs_warn("unable to queue %s: %s", key, rs_strerror(rc));
 }
 
-static void
-usage(int code)
-{
-	fputs(USAGE, code ? stderr : stdout);
-	exit(code);
-}
 
-static double
-num_arg(const char *flag, const char *v, double min)
-{
-	char *end;
-	double d = strtod(v, &end);
-
-	if (*v == '\0' || *end != '\0' || d < min)
-		rs_fatal(100, "invalid %s: %s", flag, v);
-	return d;
-}
 
 static void
 parse_opts(int argc, char **argv, struct opts *o)
@@ -111,7 +96,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT };
 	while ((c = getopt_long(argc, argv, "v:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'v': rs_log_set_verbosity((int)num_arg("-v", optarg, 0)); break;
+		case 'v': rs_log_set_verbosity((int)rs_flag_long(optarg, 0, 10, "-v")); break;
 		case O_KIND:
 			if (strcmp(optarg, "ReplicaSet") == 0 || strcmp(optarg, "rs") == 0)
 				o->kind = &kind_replicaset;
@@ -119,31 +104,30 @@ parse_opts(int argc, char **argv, struct opts *o)
 			    strcmp(optarg, "rc") == 0)
 				o->kind = &kind_replicationcontroller;
 			else
-				rs_fatal(100, "unknown --kind %s", optarg);
+				rs_flag_fail("unknown --kind %s", optarg);
 			break;
 		case O_QUEUE: o->queue = optarg; break;
 		case O_EXP: o->expectations = optarg; break;
-		case O_BURST: o->burst = (int)num_arg("--burst-replicas", optarg, 1); break;
-		case O_RESYNC: o->resync = num_arg("--resync", optarg, 0); break;
+		case O_BURST: o->burst = (int)rs_flag_long(optarg, 1, 1000000, "--burst-replicas"); break;
+		case O_RESYNC: o->resync = rs_flag_double(optarg, 0, 1e9, "--resync"); break;
 		case O_ONCE: o->once = optarg; break;
 		case O_NOW:
 			if (rs_parse_rfc3339(optarg, &o->now) < 0)
-				rs_fatal(100, "invalid --now: %s (want RFC 3339)", optarg);
+				rs_flag_fail("invalid --now: %s (want RFC 3339)", optarg);
 			break;
 		case O_NOTERM: o->terminating = 0; break;
-		case O_MAXLINE: o->max_line = (size_t)num_arg("--max-line", optarg, 1024); break;
+		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_LOGFMT:
-			if (rs_log_set_format(optarg) < 0)
-				rs_fatal(100, "unknown --log-format %s", optarg);
+			rs_flag_log_format(optarg);
 			break;
 		case O_DUMP: o->dump = 1; break;
 		case O_KEEP: o->keep_expectations = 1; break;
-		case O_HELP: case 'h': usage(0); break;
-		default: usage(100);
+		case O_HELP: case 'h': fputs(USAGE, stdout); exit(0);
+		default: rs_flag_fail("invalid flag");
 		}
 	}
 	if (optind != argc)
-		usage(100);
+		rs_flag_fail("unexpected argument '%s'", argv[optind]);
 }
 
 static struct rs_exp *
@@ -417,6 +401,7 @@ main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_term };
 
 	rs_log_init(argv[0]);
+	rs_flag_set_usage(USAGE);
 	parse_opts(argc, argv, &o);
 	signal(SIGPIPE, SIG_IGN);
 	sigaction(SIGTERM, &sa, NULL);

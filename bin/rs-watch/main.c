@@ -11,10 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "duration.h"
 #include "kube.h"
 #include "kubeconfig.h"
+#include "flag.h"
 #include "log.h"
+#include "stagestats.h"
+#include "clock.h"
 #include "out.h"
 #include "reflector.h"
 #include "resource.h"
@@ -107,40 +109,6 @@ on_signal(int sig)
 		got_term = 1;
 }
 
-__attribute__((noreturn)) static void
-usage(const char *fmt, const char *arg)
-{
-	char msg[512];
-
-	snprintf(msg, sizeof msg, fmt, arg);
-	fprintf(stderr, "%s: fatal: %s\n" USAGE
-	    "Try 'rs-watch --help' for more information.\n", rs_log_prog(), msg);
-	exit(100);
-}
-
-static long
-num_arg(const char *s, long lo, long hi, const char *flag)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		usage("invalid value for %s", flag);
-	return v;
-}
-
-static int64_t
-dur_arg(const char *s, const char *flag)
-{
-	int64_t ns;
-
-	if (duration_parse(s, &ns) != 0)
-		usage("invalid duration for %s (examples: 800ms, 30s, 2m)", flag);
-	return ns;
-}
-
 /* A namespace is a DNS label; checking it keeps the URL path clean. */
 static int
 ns_ok(const char *s)
@@ -167,30 +135,30 @@ parse_flags(int argc, char **argv, struct flags *f)
 		switch (c) {
 		case 'n':
 			if (!ns_ok(optarg))
-				usage("invalid namespace '%s'", optarg);
+				rs_flag_fail("invalid namespace '%s'", optarg);
 			f->wo.ns = optarg;
 			break;
 		case 'l': f->label = optarg; break;
 		case OPT_FIELD: f->field = optarg; break;
 		case OPT_PAGE:
-			f->wo.page_size = num_arg(optarg, 0, 1000000000L,
+			f->wo.page_size = rs_flag_long(optarg, 0, 1000000000L,
 			    "--page-size");
 			break;
 		case OPT_NOTRIM: f->wo.trim = 0; break;
 		case OPT_WTIMEOUT:
-			f->wo.min_watch_timeout = dur_arg(optarg,
+			f->wo.min_watch_timeout = rs_flag_duration(optarg,
 			    "--watch-timeout") / 1000000000LL;
 			if (f->wo.min_watch_timeout < 1)
-				usage("%s must be at least 1s", "--watch-timeout");
+				rs_flag_fail("%s must be at least 1s", "--watch-timeout");
 			break;
 		case OPT_BO_INIT:
-			f->wo.bo_initial = dur_arg(optarg, "--backoff-initial");
+			f->wo.bo_initial = rs_flag_duration(optarg, "--backoff-initial");
 			break;
 		case OPT_BO_MAX:
-			f->wo.bo_max = dur_arg(optarg, "--backoff-max");
+			f->wo.bo_max = rs_flag_duration(optarg, "--backoff-max");
 			break;
 		case OPT_BO_RESET:
-			f->wo.bo_reset = dur_arg(optarg, "--backoff-reset");
+			f->wo.bo_reset = rs_flag_duration(optarg, "--backoff-reset");
 			break;
 		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
 		case OPT_CONTEXT: f->ko.context = optarg; break;
@@ -198,28 +166,28 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QPS:
 			qps = strtod(optarg, &end);
 			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
-				usage("invalid value for %s", "--kube-api-qps");
+				rs_flag_fail("invalid value for %s", "--kube-api-qps");
 			f->kopts.qps = qps;
 			break;
 		case OPT_BURST:
-			f->kopts.burst = num_arg(optarg, 1, 1000000, "--kube-api-burst");
+			f->kopts.burst = rs_flag_long(optarg, 1, 1000000, "--kube-api-burst");
 			break;
 		case 'v':
-			rs_log_set_verbosity(num_arg(optarg, 0, 10, "-v"));
+			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
 			break;
 		case OPT_LOGFMT:
 			if (rs_log_set_format(optarg) != 0)
-				usage("unknown log format '%s' (text or json)", optarg);
+				rs_flag_fail("unknown log format '%s' (text or json)", optarg);
 			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			usage("%s", "invalid flag");
+			rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind >= argc)
-		usage("%s", "no resource to watch");
+		rs_flag_fail("%s", "no resource to watch");
 }
 
 /* One reflector per resource; the same plural twice would make the
@@ -236,10 +204,10 @@ make_reflectors(int n, char **args, const struct watch_opts *wo)
 		rs_fatal(111, "unable to allocate: %s", rs_strerror(RS_ENOMEM));
 	for (i = 0; i < n; i++) {
 		if (resource_parse(args[i], &res, why, sizeof why) != RS_OK)
-			usage("%s", why);
+			rs_flag_fail("%s", why);
 		for (j = 0; j < i; j++)
 			if (strcmp(rf[j].res.plural, res.plural) == 0)
-				usage("resource '%s' given twice", res.plural);
+				rs_flag_fail("resource '%s' given twice", res.plural);
 		if (reflector_init(&rf[i], wo, &res) != RS_OK)
 			rs_fatal(111, "unable to allocate: %s",
 			    rs_strerror(RS_ENOMEM));
@@ -270,7 +238,17 @@ wait_loop(struct reflector *rf, int n, const sigset_t *waitmask)
 	int i;
 
 	for (;;) {
-		if (ppoll(&p, p.fd >= 0, NULL, waitmask) < 0 && errno != EINTR)
+		int64_t now = rs_mono_ns();
+		int ms = rs_stagestats_timeout_ms(now);
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+		if (rs_stagestats_due(now)) {
+			/* the heartbeat rs-metrics checks, with the lines out */
+			rs_stagestats_set("rs_watch_lines_total", NULL, out_lines());
+			rs_stagestats_write(now);
+		}
+		if (ppoll(&p, p.fd >= 0, ms >= 0 ? &ts : NULL, waitmask) < 0 &&
+		    errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
 		if (got_term)
 			out_exit(0);
@@ -304,6 +282,7 @@ main(int argc, char **argv)
 	int i, n;
 
 	rs_log_init(argv[0]);
+	rs_flag_set_usage(USAGE);
 	parse_flags(argc, argv, &f);
 	n = argc - optind;
 	rf = make_reflectors(n, argv + optind, &f.wo);
@@ -333,6 +312,11 @@ main(int argc, char **argv)
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGINT);
 
+	if (rs_stagestats_open("rs-watch") == RS_OK)
+		rs_stagestats_declare("rs_watch_lines_total", RS_STAT_COUNTER,
+		    "Event lines written by rs-watch.", NULL, 0);
+	else
+		rs_warn("unable to publish figures for rs-metrics");
 	out_init(STDOUT_FILENO);
 	for (i = 0; i < n; i++)
 		if (reflector_start(&rf[i]) != RS_OK)

@@ -14,6 +14,18 @@
 
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct rs_line_writer out_w;
+static unsigned long out_count;   /* lines written, under out_mu */
+
+unsigned long
+out_lines(void)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&out_mu);
+	n = out_count;
+	pthread_mutex_unlock(&out_mu);
+	return n;
+}
 
 void
 out_init(int fd)
@@ -42,6 +54,7 @@ out_line(const char *s, size_t len, int flush)
 	pthread_mutex_lock(&out_mu);
 	if (rs_line_put(&out_w, s, len) != RS_OK)
 		out_failed();
+	out_count++;
 	if (flush && rs_line_flush(&out_w) != RS_OK)
 		out_failed();
 	pthread_mutex_unlock(&out_mu);

@@ -12,6 +12,8 @@ void out_init(int fd);
 /* Appends one line (no newline in s); flush: write it out now. */
 void out_line(const char *s, size_t len, int flush);
 void out_flush(void);
+/* Lines written so far (for the stats file). */
+unsigned long out_lines(void);
 /* Flushes what is buffered (giving up after a few seconds if another
  * thread is stuck writing to a reader that does not read) and exits. */
 __attribute__((noreturn)) void out_exit(int code);

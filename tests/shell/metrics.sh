@@ -200,7 +200,7 @@ test_http_is_strict_and_bounded() {
 test_readyz_waits_for_synced() {
   need_cluster || return 0
   start_queue || fail "rs-queue did not start"
-  metrics_start --stale 3 || fail "rs-metrics did not start"
+  metrics_start --stale 3 --stages rs-sync,rs-apply || fail "rs-metrics did not start"
   mkfifo "$TMP/events"
   # this shell holds the FIFO open both ways: nobody blocks, and rs-sync
   # sees end of input when fd 7 closes
