@@ -144,6 +144,19 @@ pod_status(struct pod *p, const cJSON *obj)
 	p->sidecar_restarts = sidecar_restarts(obj);
 }
 
+/* The kinds a controllerRef names most: kept once, not once per pod. */
+static const char *
+kind_intern(const char *kind)
+{
+	static const char *const known[] = { "ReplicaSet",
+	    "ReplicationController", "StatefulSet", "DaemonSet", "Job" };
+
+	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(kind, known[i]) == 0)
+			return known[i];
+	return NULL;
+}
+
 rs_code
 pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len)
 {
@@ -163,25 +176,30 @@ pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len)
 		return RS_EPARSE;
 	}
 	const char *node = rs_json_str(obj, "spec", "nodeName", NULL);
+	const char *kind = ref ? rs_json_str(ref, "kind", NULL) : NULL;
 	const char *strs[] = {
-		key, ns, name,
+		key, ns,
 		rs_json_str(obj, "metadata", "uid", NULL),
 		rs_json_str(obj, "metadata", "resourceVersion", NULL),
-		ref ? rs_json_str(ref, "kind", NULL) : NULL,
+		kind && kind_intern(kind) == NULL ? kind : NULL,
 		ref ? rs_json_str(ref, "name", NULL) : NULL,
 		ref ? rs_json_str(ref, "uid", NULL) : NULL,
 		node ? node : "",
 	};
 	int n = sizeof strs / sizeof strs[0];
+	if (strs[2] == NULL)
+		strs[2] = "";
 	if (strs[3] == NULL)
 		strs[3] = "";
-	if (strs[4] == NULL)
-		strs[4] = "";
+	/* one block per pod: cached pods are the controller's memory */
 	if ((p = calloc(1, sizeof *p + packed_size(strs, n))) == NULL)
 		return RS_ENOMEM;
-	const char **dst[] = { &p->key, &p->ns, &p->name, &p->uid, &p->rv,
+	const char **dst[] = { &p->key, &p->ns, &p->uid, &p->rv,
 	    &p->ctrl_kind, &p->ctrl_name, &p->ctrl_uid, &p->node };
 	pack(p->strings, strs, dst, n);
+	p->name = p->key + strlen(ns) + 1;
+	if (kind && kind_intern(kind))
+		p->ctrl_kind = kind_intern(kind);
 	if (ref && (p->ctrl_uid == NULL || p->ctrl_kind == NULL ||
 	    p->ctrl_name == NULL))
 		p->ctrl_uid = p->ctrl_kind = p->ctrl_name = NULL;
