@@ -33,7 +33,7 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 fi
 
 if [ "$what" = all ] || [ "$what" = shell ]; then
-  suites=${*:-$(ls tests/shell/*.sh 2>/dev/null)}
+  suites=${*:-$(ls tests/shell/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
   if [ -n "$suites" ]; then
     export RS_TEST_CLUSTER=$(mktemp -d /tmp/rs-test-cluster.XXXXXX)
     trap 'tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf "$RS_TEST_CLUSTER"' EXIT INT TERM
