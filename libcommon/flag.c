@@ -77,11 +77,8 @@ rs_duration_parse(const char *s, int64_t *ns)
 
 	if (s == NULL || *s == '\0')
 		return -1;
-	v = strtod(s, &end);
-	if (end != s && *end == '\0') {
-		total = v * 1e9;
+	if (strcmp(s, "0") == 0)   /* as Go: the only number without a unit */
 		goto done;
-	}
 	while (*s) {
 		if (!((*s >= '0' && *s <= '9') || *s == '.'))
 			return -1;

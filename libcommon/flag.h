@@ -15,7 +15,7 @@ void rs_flag_fail(const char *fmt, ...)
 long rs_flag_long(const char *s, long lo, long hi, const char *flag);
 /* A decimal number in [lo, hi]. */
 double rs_flag_double(const char *s, double lo, double hi, const char *flag);
-/* A Go duration ("800ms", "1m30s", a bare number is seconds), in ns. */
+/* A Go duration ("800ms", "1m30s"; a unit is required but for "0"), in ns. */
 int64_t rs_flag_duration(const char *s, const char *flag);
 /* "text" or "json", for --log-format. */
 void rs_flag_log_format(const char *s);

@@ -58,7 +58,7 @@ wait_for() {
 }
 
 oneTimeTearDown() {
-  rs_cleanup
+  stop_controller
   rm -rf "$RS_STATE_DIR"
 }
 
@@ -70,16 +70,23 @@ start_controller() {
   rs_bg rs-queue serve --socket "$RS_QUEUE_SOCK" 2>"$TMP/queue.log"
   wait_for 10 test -S "$RS_QUEUE_SOCK" || { echo "rs-queue did not start" >&2; return 1; }
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
-  ( rs-watch ${RS_WATCH_FLAGS:-} ${RS_RESOURCES:-replicasets pods} 2>"$TMP/watch.log" |
-    rs-sync -v 2 ${RS_SYNC_FLAGS:-} 2>"$TMP/sync.log" | tee "$TMP/intents.ndjson" |
-    rs-apply -v 2 "$@" 2>"$TMP/apply.log" ) &
-  RS_PIDS="$RS_PIDS $!"
+  # a process group of its own, so that stop_controller stops every stage
+  TMP=$TMP RS_WATCH_FLAGS=${RS_WATCH_FLAGS:-} RS_RESOURCES=${RS_RESOURCES:-replicasets pods} \
+  RS_SYNC_FLAGS=${RS_SYNC_FLAGS:-} setsid bash -c '
+    rs-watch $RS_WATCH_FLAGS $RS_RESOURCES 2>"$TMP/watch.log" |
+    rs-sync -v 2 $RS_SYNC_FLAGS 2>"$TMP/sync.log" | tee "$TMP/intents.ndjson" |
+    rs-apply -v 2 "$@" 2>"$TMP/apply.log"' rs-pipeline "$@" &
   RS_PIPELINE=$!
+  RS_PGIDS="${RS_PGIDS:-} $RS_PIPELINE"
 }
 
-# stop_controller: the pipeline, the queue and the pod recorder.
+# stop_controller: the pipeline's process group, the queue, the recorder.
 stop_controller() {
-  pkill -TERM -f "rs-watch.*$RS_STATE_DIR" 2>/dev/null
+  for g in ${RS_PGIDS:-}; do kill -TERM -- "-$g" 2>/dev/null; done
+  for g in ${RS_PGIDS:-}; do
+    wait_for 10 sh -c "! kill -0 -- -$g 2>/dev/null" || kill -KILL -- "-$g" 2>/dev/null
+  done
+  RS_PGIDS=
   rs_cleanup
 }
 
