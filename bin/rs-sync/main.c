@@ -144,7 +144,9 @@ open_expectations(const char *path, int nocreate)
 }
 
 /* Handles every whole line buffered; up to max lines, so keys are served
- * during a flood of events. Returns RS_EEOF at end of input. */
+ * during a flood of events. Returns RS_EEOF at end of input, RS_EAGAIN when
+ * it stopped at max with input left (the caller must not wait in poll for
+ * input that is already read). */
 static rs_code
 read_events(struct sync *s, struct rs_line_reader *in, int max)
 {
@@ -172,7 +174,7 @@ read_events(struct sync *s, struct rs_line_reader *in, int max)
 		if (len > 0)
 			handle_event(s, line, len);
 	}
-	return RS_OK;
+	return RS_EAGAIN;
 }
 
 static int
@@ -327,7 +329,7 @@ run_loop(struct sync *s, const struct opts *o)
 	struct rs_line_reader in;
 	struct rs_queue *q;
 	int64_t next_resync = 0;
-	int eof = 0;
+	int eof = 0, buffered = 0;   /* lines read but not yet handled */
 	rs_code rc;
 
 	s->exp = open_expectations(o->expectations, 0);
@@ -367,11 +369,17 @@ run_loop(struct sync *s, const struct opts *o)
 			if (ms >= 0 && (timeout < 0 || ms < timeout))
 				timeout = ms;
 		}
+		if (buffered)
+			timeout = 0;
 		if (poll(pf, 2, timeout) < 0 && errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
-		if (pf[0].revents && read_events(s, &in, 4096) == RS_EEOF) {
-			rs_info(1, "end of events");
-			eof = 1;
+		if (pf[0].revents || buffered) {
+			rc = read_events(s, &in, 4096);
+			buffered = rc == RS_EAGAIN;
+			if (rc == RS_EEOF) {
+				rs_info(1, "end of events");
+				eof = 1;
+			}
 		}
 		if (next_resync && rs_mono_ns() >= next_resync) {
 			resync_all(s);
@@ -389,6 +397,7 @@ run_loop(struct sync *s, const struct opts *o)
 	stats_close(s);
 	rs_queue_close(q);
 	rs_exp_close(s->exp);
+	rs_line_reader_free(&in);
 	return 0;
 }
 
@@ -399,6 +408,7 @@ main(int argc, char **argv)
 	struct sync s;
 	struct opts o;
 	struct sigaction sa = { .sa_handler = on_term };
+	int rc;
 
 	rs_log_init(argv[0]);
 	rs_flag_set_usage(USAGE);
@@ -423,7 +433,9 @@ main(int argc, char **argv)
 	if (rs_line_writer_init(&out, 1, 1 << 20) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
 	s.out = &out;
-	if (o.once)
-		return run_once(&s, &o);
-	return run_loop(&s, &o);
+	rc = o.once ? run_once(&s, &o) : run_loop(&s, &o);
+	/* all freed, so that a leak checker reports only real leaks */
+	cache_free(&s.cache);
+	rs_line_writer_free(&out);
+	return rc;
 }
