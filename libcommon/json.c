@@ -1,3 +1,5 @@
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -113,10 +115,20 @@ rs_json_int(const cJSON *o, long long dflt, ...)
 {
 	va_list ap;
 
+	double d;
+
 	va_start(ap, dflt);
 	o = json_vget(o, ap);
 	va_end(ap);
-	return cJSON_IsNumber(o) ? (long long)o->valuedouble : dflt;
+	if (!cJSON_IsNumber(o) || isnan(o->valuedouble))
+		return dflt;
+	/* converting a double out of range is undefined: 1e400 is inf */
+	d = o->valuedouble;
+	if (d >= 9223372036854775807.0)
+		return LLONG_MAX;
+	if (d <= -9223372036854775808.0)
+		return LLONG_MIN;
+	return (long long)d;
 }
 
 char *

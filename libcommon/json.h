@@ -28,7 +28,8 @@ rs_code rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where);
 const cJSON *rs_json_get(const cJSON *o, ...) __attribute__((sentinel));
 /* The string at the path, or NULL if absent or not a string. */
 const char *rs_json_str(const cJSON *o, ...) __attribute__((sentinel));
-/* The number at the path as long long, or dflt. */
+/* The number at the path as long long (clamped to its range), or dflt
+ * when absent, not a number, or NaN. */
 long long rs_json_int(const cJSON *o, long long dflt, ...)
     __attribute__((sentinel));
 
