@@ -238,6 +238,16 @@ ctrl_selector(const struct kind *k, struct ctrl *r, char *why, size_t len)
 	return rs_selector_from_label_selector(s, &r->sel, why, len);
 }
 
+/* spec.FIELD as the int32 the API validates; hostile input is clamped
+ * rather than wrapped (4294967299 must not read as 3). */
+static int32_t
+int32_field(const cJSON *obj, long long dflt, const char *field)
+{
+	long long v = rs_json_int(obj, dflt, "spec", field, NULL);
+
+	return v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
 rs_code
 ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
     size_t len)
@@ -280,8 +290,8 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	r->generation = rs_json_int(take, 0, "metadata", "generation", NULL);
 	r->deleting = rs_json_get(take, "metadata", "deletionTimestamp", NULL) != NULL &&
 	    !cJSON_IsNull(rs_json_get(take, "metadata", "deletionTimestamp", NULL));
-	r->replicas = (int32_t)rs_json_int(take, 1, "spec", "replicas", NULL);
-	r->min_ready = (int32_t)rs_json_int(take, 0, "spec", "minReadySeconds", NULL);
+	r->replicas = int32_field(take, 1, "replicas");
+	r->min_ready = int32_field(take, 0, "minReadySeconds");
 	rc = rs_labels_from_json(rs_json_get(take, "spec", "template", "metadata",
 	    "labels", NULL), &r->tmpl_labels, why, len);
 	if (rc == RS_OK && ctrl_selector(k, r, why, len) != RS_OK)
