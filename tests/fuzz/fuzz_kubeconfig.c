@@ -16,12 +16,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static char dir[] = "/tmp/rs-fuzz-kubeconfig.XXXXXX";
 static char path[64];
+
+static void
+cleanup(void)
+{
+	unlink(path);
+	rmdir(dir);
+}
 
 static void
 setup(void)
 {
-	char dir[] = "/tmp/rs-fuzz-kubeconfig.XXXXXX";
 
 	rs_log_init("fuzz_kubeconfig");
 	rs_log_set_verbosity(0);
@@ -33,6 +40,7 @@ setup(void)
 	if (mkdtemp(dir) == NULL)
 		abort();
 	snprintf(path, sizeof path, "%s/config", dir);
+	atexit(cleanup);
 }
 
 int
