@@ -3,13 +3,19 @@
  * reservation, so requests start in the order submitted) and waits in a
  * FIFO until its start time; rs_kube_run sleeps in curl_multi_poll until
  * the next start time, a transfer's activity or extra_fd, never spinning.
- * Over HTTP/2 the transfers share one connection (PIPEWAIT). */
+ * Over HTTP/2 the transfers share one connection (PIPEWAIT). At most
+ * KUBE_MAX_RUNNING transfers run at once: an API server on a few cores
+ * answers no faster with more, and each running transfer holds buffers
+ * (and, past the server's stream limit, a connection of its own), so a
+ * 500-pod delete would cost megabytes for nothing. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
+
+#define KUBE_MAX_RUNNING 64
 
 static char *
 own_copy(char **w, const char *s, size_t n)
@@ -143,7 +149,8 @@ start_due(struct rs_kube *k, int64_t now)
 	int n = 0;
 	rs_code rc;
 
-	while ((r = k->wait_head) != NULL && r->not_before <= now) {
+	while ((r = k->wait_head) != NULL && r->not_before <= now &&
+	    k->nrunning < KUBE_MAX_RUNNING) {
 		k->wait_head = r->next;
 		if (k->wait_head == NULL)
 			k->wait_tail = NULL;
@@ -197,7 +204,8 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 {
 	int64_t until = deadline;
 
-	if (k->wait_head && k->wait_head->not_before < until)
+	if (k->wait_head && k->wait_head->not_before < until &&
+	    k->nrunning < KUBE_MAX_RUNNING)
 		until = k->wait_head->not_before;
 	if (until <= now)
 		return 0;

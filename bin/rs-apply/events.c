@@ -4,9 +4,12 @@
  * replication-controller), the correlator's counting and aggregation
  * (correlate.c), a PATCH of count/lastTimestamp/message for a repeat and a
  * POST when the repeated event is gone. Best-effort: a failed write is
- * logged, never retried for long, and never fails a key. Writes of one event
- * name are serialised: a repeat seen while its event is being written is
- * sent after it, carrying the latest count. */
+ * logged, never retried for long, and never fails a key.
+ * As the broadcaster's sink does, events are written one at a time, in the
+ * order they were recorded, from a queue of at most 1,000: a storm of events
+ * then takes one request's share of the API server instead of crowding out
+ * the pod writes, and past the queue's bound events are dropped. A repeat of
+ * an event still waiting merges into it (its latest count goes out once). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,7 @@
 #define MAX_PENDING 1000
 
 struct ew {
+	struct ew *next;               /* in the queue */
 	char *name, *ns;
 	cJSON *event;                  /* the latest state */
 	char *patch;                   /* cJSON_free; NULL: POST */
@@ -29,8 +33,10 @@ struct ew {
 	int dirty;                     /* a newer state waits */
 };
 
-static struct rs_strmap writes;
+static struct rs_strmap writes;   /* name -> ew, queued or in flight */
 static size_t nwrites;
+static struct ew *head, *tail;     /* waiting to be written */
+static struct ew *inflight;
 static long long last_ns;
 static unsigned long dropped;
 
@@ -70,6 +76,34 @@ ew_free(struct ew *w)
 	free(w);
 }
 
+/* Starts the next write if none is in flight. */
+static void
+ew_next(void)
+{
+	struct ew *w = head;
+
+	if (inflight != NULL || w == NULL)
+		return;
+	head = w->next;
+	if (head == NULL)
+		tail = NULL;
+	w->next = NULL;
+	inflight = w;
+	ew_send(w);
+}
+
+static void
+ew_queue(struct ew *w)
+{
+	w->next = NULL;
+	if (tail != NULL)
+		tail->next = w;
+	else
+		head = w;
+	tail = w;
+	ew_next();
+}
+
 static void
 ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
 {
@@ -93,11 +127,12 @@ ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	else
 		rs_warn("unable to write event %s/%s: %s", w->ns, w->name,
 		    req_errmsg(rc, resp, buf, sizeof buf));
-	if (w->dirty) {
-		ew_send(w);
-		return;
-	}
-	ew_free(w);
+	inflight = NULL;
+	if (w->dirty)
+		ew_queue(w);    /* its repeat, recorded meanwhile, goes last */
+	else
+		ew_free(w);
+	ew_next();
 }
 
 static void
@@ -128,6 +163,23 @@ oom:
 	rs_fatal(111, "unable to write an event: %s", rs_strerror(RS_ENOMEM));
 }
 
+/* A repeat of an event that has a write queued or in flight. A queued
+ * creation stays a creation, of the latest state. */
+static void
+ew_merge(struct ew *w, struct corr_result *r)
+{
+	cJSON_Delete(w->event);
+	w->event = r->event;
+	if (w != inflight && w->patch == NULL) {
+		cJSON_free(r->patch);
+		return;
+	}
+	cJSON_free(w->patch);
+	w->patch = r->patch;
+	if (w == inflight)
+		w->dirty = 1;
+}
+
 /* Hands the correlated event to its writer (takes r's event and patch). */
 static void
 write_event(struct corr_result *r)
@@ -137,11 +189,7 @@ write_event(struct corr_result *r)
 	struct ew *w = rs_strmap_get(&writes, name);
 
 	if (w != NULL) {
-		cJSON_Delete(w->event);
-		cJSON_free(w->patch);
-		w->event = r->event;
-		w->patch = r->patch;
-		w->dirty = 1;
+		ew_merge(w, r);
 		return;
 	}
 	if (nwrites >= MAX_PENDING) {
@@ -160,7 +208,7 @@ write_event(struct corr_result *r)
 	nwrites++;
 	w->event = r->event;
 	w->patch = r->patch;
-	ew_send(w);
+	ew_queue(w);
 }
 
 /* recorder.makeEvent plus generateEvent's source and reporting fields. */

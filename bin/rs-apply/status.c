@@ -3,7 +3,15 @@
  * 1). rs-sync computed the status as if this round's writes succeed; if a
  * create or delete failed, the ReplicaFailure condition goes in here. An
  * unchanged status is not written. A failed PUT gets one fresh GET and one
- * more PUT of the same status. */
+ * more PUT of the same status.
+ * rs-sync may sync a key again before its cache has seen this process's
+ * last status write of it: the intent then carries the resourceVersion that
+ * write replaced, and the PUT would fail with a conflict, costing a GET and
+ * a second PUT. So each key's last write is remembered (the version it
+ * replaced, the version it made, the status written): an intent based on
+ * the replaced version is compared with, and written over, the version we
+ * made, which is what the GET would return unless someone else wrote since
+ * (then the PUT conflicts and the GET follows, as before). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +22,109 @@
 #include "log.h"
 
 #define COND_TYPE "ReplicaFailure"
+#define WRITTEN_KEYS 4096            /* keys whose last write is remembered */
+#define WRITTEN_BASES 8              /* replaced versions kept per key */
+
+/* A key's last status write. bases are the versions replaced by our
+ * consecutive writes of it: a cache at any of them has not seen them. */
+struct written {
+	char *bases[WRITTEN_BASES];
+	int nbases;
+	char *rv;                      /* the version the last write made */
+	cJSON *status;                 /* the status it wrote */
+};
+
+static struct lru written;
+static int written_ready;
 
 struct status {
 	struct key *k;
 	struct intent *in;
 	cJSON *object;                 /* what is written, status final */
 	char *path;                    /* the object's path, no /status */
+	char *base_rv;                 /* the version the PUT is based on */
 	int retried;
 };
+
+static void
+written_free(void *v)
+{
+	struct written *w = v;
+
+	for (int i = 0; i < w->nbases; i++)
+		free(w->bases[i]);
+	free(w->rv);
+	cJSON_Delete(w->status);
+	free(w);
+}
+
+/* This key's last write if the intent was computed before its cache saw
+ * it, else NULL. */
+static const struct written *
+written_for(const char *key, const cJSON *object)
+{
+	const char *rv = rs_json_str(object, "metadata", "resourceVersion",
+	    NULL);
+	const struct written *w;
+
+	if (!written_ready || rv == NULL ||
+	    (w = lru_get(&written, key)) == NULL)
+		return NULL;
+	for (int i = 0; i < w->nbases; i++)
+		if (strcmp(w->bases[i], rv) == 0)
+			return w;
+	return NULL;
+}
+
+/* The versions a write over base replaced: base, and those our earlier
+ * writes replaced if base is the version the last of them made. */
+static rs_code
+written_bases(struct written *w, const struct written *prev,
+    const char *base)
+{
+	int from = 0;
+
+	if (prev != NULL && strcmp(prev->rv, base) == 0) {
+		if (prev->nbases == WRITTEN_BASES)
+			from = 1;
+		for (int i = from; i < prev->nbases; i++)
+			if ((w->bases[w->nbases++] = strdup(prev->bases[i])) ==
+			    NULL)
+				return RS_ENOMEM;
+	}
+	if ((w->bases[w->nbases++] = strdup(base)) == NULL)
+		return RS_ENOMEM;
+	return RS_OK;
+}
+
+/* Remembers a successful PUT (best-effort: without memory, nothing). */
+static void
+written_put(const char *key, const char *base_rv, const cJSON *status,
+    const struct rs_kresp *resp)
+{
+	cJSON *obj = NULL;
+	const char *rv;
+	struct written *w;
+
+	if (!written_ready) {
+		lru_init(&written, WRITTEN_KEYS, written_free);
+		written_ready = 1;
+	}
+	if (base_rv == NULL || resp->body == NULL ||
+	    rs_json_parse(resp->body, resp->len, &obj, NULL) != RS_OK ||
+	    (rv = rs_json_str(obj, "metadata", "resourceVersion", NULL)) ==
+	    NULL || (w = calloc(1, sizeof *w)) == NULL) {
+		cJSON_Delete(obj);
+		return;
+	}
+	w->rv = strdup(rv);
+	w->status = cJSON_Duplicate(status, 1);
+	cJSON_Delete(obj);
+	if (w->rv == NULL || w->status == NULL ||
+	    written_bases(w, lru_get(&written, key), base_rv) != RS_OK ||
+	    lru_add(&written, key, w) != RS_OK)
+		written_free(w);
+}
 
 /* What Go's typed structs would not tell apart from absent. */
 static int
@@ -152,6 +255,7 @@ status_free(struct status *s)
 	intent_free(s->in);
 	cJSON_Delete(s->object);
 	free(s->path);
+	free(s->base_rv);
 	free(s);
 }
 
@@ -170,8 +274,13 @@ static void
 send_put(struct status *s)
 {
 	char *body = rs_json_print(s->object), *path;
+	const char *rv = rs_json_str(s->object, "metadata", "resourceVersion",
+	    NULL);
 
-	if (body == NULL || asprintf(&path, "%s/status", s->path) < 0)
+	free(s->base_rv);
+	s->base_rv = rv ? strdup(rv) : NULL;
+	if (body == NULL || (rv && s->base_rv == NULL) ||
+	    asprintf(&path, "%s/status", s->path) < 0)
 		rs_fatal(111, "unable to write a status: %s",
 		    rs_strerror(RS_ENOMEM));
 	s->k->nreq++;
@@ -214,6 +323,8 @@ put_done(void *arg, rs_code rc, struct rs_kresp *resp)
 
 	if (rc == RS_OK) {
 		rs_info(4, "%s: status updated", s->k->name);
+		written_put(s->k->name, s->base_rv, cJSON_GetObjectItemCaseSensitive(
+		    s->object, "status"), resp);
 		status_finish(s);
 		return;
 	}
@@ -235,6 +346,8 @@ int
 status_start(struct key *k, struct intent *in)
 {
 	struct status *s = calloc(1, sizeof *s);
+	const struct written *w = written_for(k->name, in->object);
+	const cJSON *old = w ? w->status : in->old_status;
 	cJSON *st;
 	char *coll;
 
@@ -248,14 +361,21 @@ status_start(struct key *k, struct intent *in)
 		if ((st = cJSON_AddObjectToObject(s->object, "status")) == NULL)
 			goto oom;
 	}
-	if (k->fail_reason != NULL &&
-	    put_failure(k, st, in->old_status) != RS_OK)
+	if (k->fail_reason != NULL && put_failure(k, st, old) != RS_OK)
 		goto oom;
-	if (in->old_status != NULL && cJSON_IsObject(in->old_status) &&
-	    same(st, in->old_status)) {
-		rs_info(4, "%s: status unchanged", k->name);
+	if (old != NULL && cJSON_IsObject(old) && same(st, old)) {
+		rs_info(4, "%s: status unchanged%s", k->name,
+		    w ? " (as last written)" : "");
 		status_free(s);
 		return 0;
+	}
+	if (w != NULL) {
+		rs_info(4, "%s: status based on our last write, at %s", k->name,
+		    w->rv);
+		if (!cJSON_ReplaceItemInObjectCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(s->object, "metadata"),
+		    "resourceVersion", cJSON_CreateString(w->rv)))
+			goto oom;
 	}
 	if ((coll = owner_collection_path(&in->owner)) == NULL ||
 	    asprintf(&s->path, "%s/%s", coll, in->owner.name) < 0)

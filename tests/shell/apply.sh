@@ -303,6 +303,29 @@ test_status_conflict_reads_again() {
   [ -n "$QSOCK" ] && assertEquals "key forgotten" 0 "$(q_stat retries_total)"
 }
 
+# rs-sync syncs a key again before its cache has seen our status write:
+# the intent carries the version that write replaced. rs-apply writes over
+# the version it made instead of conflicting (no GET, no second PUT), and
+# does not write again a status it has just written.
+test_status_over_own_last_write() {
+  need_cluster || return
+  ns=$(new_ns ownwrite)
+  mk_rs "$ns" web
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  { status_intent "$ns" web '{"replicas":2,"observedGeneration":1}' "$old"
+    intent end "$ns" web
+    status_intent "$ns" web '{"replicas":3,"observedGeneration":1}' "$old"
+    intent end "$ns" web
+    status_intent "$ns" web '{"replicas":3,"observedGeneration":1}' "$old"
+    intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "the last status written" 3 \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.status.replicas}')"
+  assertEquals "PUTs" 2 "$(grep -c "PUT /apis/apps/v1/namespaces/$ns/replicasets/web/status: 200" "$TMP/log")"
+  assertEquals "conflicts" 0 "$(grep -c "replicasets/web/status: 409" "$TMP/log")"
+  assertEquals "GETs" 0 "$(grep -c "GET /apis/apps/v1/namespaces/$ns/replicasets/web" "$TMP/log")"
+}
+
 test_quota_failed_create() {
   need_cluster || return
   ns=$(new_ns quota)
