@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "labels.h"
+#include "strmap.h"
 
 /* The strings were copied in input order, so for equal keys the address
  * tells which came last; that one must sort last to win. */
@@ -117,6 +118,8 @@ rs_labels_equal(const struct rs_labels *a, const struct rs_labels *b)
 {
 	size_t na = a ? a->n : 0, nb = b ? b->n : 0, i;
 
+	if (a == b)
+		return 1;  /* a shared set */
 	if (na != nb)
 		return 0;
 	for (i = 0; i < na; i++)
@@ -130,4 +133,47 @@ void
 rs_labels_free(struct rs_labels *l)
 {
 	free(l);
+}
+
+uint64_t
+rs_labels_hash(const struct rs_labels *l)
+{
+	uint64_t h = 0;
+	size_t i;
+
+	/* key and value hashed apart: ("ab", "c") and ("a", "bc") differ */
+	for (i = 0; l != NULL && i < l->n; i++) {
+		h = h * 1099511628211ULL ^
+		    rs_strhash(l->kv[i].key, strlen(l->kv[i].key));
+		h = h * 1099511628211ULL ^
+		    rs_strhash(l->kv[i].value, strlen(l->kv[i].value));
+	}
+	return h;
+}
+
+size_t
+rs_labels_size(const struct rs_labels *l)
+{
+	size_t n = l ? l->n : 0, t = sizeof *l + n * sizeof l->kv[0], i;
+
+	for (i = 0; i < n; i++)
+		t += strlen(l->kv[i].key) + strlen(l->kv[i].value) + 2;
+	return t;
+}
+
+struct rs_labels *
+rs_labels_copy(const struct rs_labels *l, void *mem)
+{
+	struct rs_labels *c = mem;
+	size_t n = l ? l->n : 0, i;
+	char *p = (char *)&c->kv[n];
+
+	c->n = n;
+	for (i = 0; i < n; i++) {
+		c->kv[i].key = p;
+		p = copy(p, l->kv[i].key);
+		c->kv[i].value = p;
+		p = copy(p, l->kv[i].value);
+	}
+	return c;
 }

@@ -1,12 +1,14 @@
 /* labels.h: an object's label set (metadata.labels), compact and immutable.
- * One malloc block per set: the header, the pairs sorted by key (byte order,
- * as Go compares strings), then the strings themselves. rs-sync keeps one
- * per pod, so the set holds nothing else.
+ * One block per set (its own malloc block, or the caller's memory for
+ * rs_labels_copy): the header, the pairs sorted by key (byte order, as Go
+ * compares strings), then the strings themselves. It holds nothing else:
+ * rs-sync keeps one per distinct label set of its cached pods.
  * A NULL set is accepted everywhere and means "no labels". */
 #ifndef RS_LABELS_H
 #define RS_LABELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cJSON.h>
 
 #include "code.h"
@@ -37,5 +39,19 @@ const char *rs_labels_get(const struct rs_labels *l, const char *key);
 int rs_labels_equal(const struct rs_labels *a, const struct rs_labels *b);
 
 void rs_labels_free(struct rs_labels *l);
+
+/* For a caller that keeps sets elsewhere than in their own block (rs-sync
+ * shares one copy among the pods that carry the same labels): */
+
+/* A hash of the pairs: sets that rs_labels_equal hash the same. */
+uint64_t rs_labels_hash(const struct rs_labels *l);
+
+/* The bytes a copy of l takes (header, pairs and strings). */
+size_t rs_labels_size(const struct rs_labels *l);
+
+/* Copies l (NULL copies as an empty set) into mem, rs_labels_size(l)
+ * bytes aligned for a pointer, and returns the copy. It lives in mem: do
+ * not rs_labels_free it. */
+struct rs_labels *rs_labels_copy(const struct rs_labels *l, void *mem);
 
 #endif

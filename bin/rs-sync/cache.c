@@ -1,9 +1,11 @@
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
 #include "clock.h"
+#include "intern.h"
 #include "json.h"
 
 #define DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
@@ -144,17 +146,38 @@ pod_status(struct pod *p, const cJSON *obj)
 	p->sidecar_restarts = sidecar_restarts(obj);
 }
 
-/* The kinds a controllerRef names most: kept once, not once per pod. */
-static const char *
-kind_intern(const char *kind)
+/* The values pods share: one reference each on the intern pool's copy. */
+static rs_code
+pod_share(struct pod *p, const cJSON *obj, const char *ns, char *why,
+    size_t len)
 {
-	static const char *const known[] = { "ReplicaSet",
-	    "ReplicationController", "StatefulSet", "DaemonSet", "Job" };
+	const char *node = rs_json_str(obj, "spec", "nodeName", NULL);
+	const cJSON *ref = controller_ref(obj);
+	const char *r[] = {
+		ref ? rs_json_str(ref, "kind", NULL) : NULL,
+		ref ? rs_json_str(ref, "name", NULL) : NULL,
+		ref ? rs_json_str(ref, "uid", NULL) : NULL,
+	};
+	struct rs_labels *l;
+	rs_code rc;
 
-	for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-		if (strcmp(kind, known[i]) == 0)
-			return known[i];
-	return NULL;
+	if ((p->ns = intern_str(ns)) == NULL ||
+	    (p->node = intern_str(node ? node : "")) == NULL)
+		return RS_ENOMEM;
+	/* a controllerRef without its kind, name or UID counts as none */
+	if (r[0] && r[1] && r[2]) {
+		if ((p->ctrl_kind = intern_strs(r, 3)) == NULL)
+			return RS_ENOMEM;
+		p->ctrl_name = p->ctrl_kind + strlen(r[0]) + 1;
+		p->ctrl_uid = p->ctrl_name + strlen(r[1]) + 1;
+	}
+	rc = rs_labels_from_json(rs_json_get(obj, "metadata", "labels", NULL),
+	    &l, why, len);
+	if (rc != RS_OK)
+		return rc;
+	p->labels = intern_labels(l);
+	rs_labels_free(l);
+	return p->labels ? RS_OK : RS_ENOMEM;
 }
 
 rs_code
@@ -162,8 +185,9 @@ pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len)
 {
 	const char *ns = rs_json_str(obj, "metadata", "namespace", NULL);
 	const char *name = rs_json_str(obj, "metadata", "name", NULL);
-	const cJSON *ref = controller_ref(obj);
-	char key[512];
+	const char *uid = rs_json_str(obj, "metadata", "uid", NULL);
+	const char *rv = rs_json_str(obj, "metadata", "resourceVersion", NULL);
+	size_t nl, kl, ul, rl;
 	struct pod *p;
 	rs_code rc;
 
@@ -171,48 +195,29 @@ pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len)
 		snprintf(why, len, "pod without metadata.namespace or metadata.name");
 		return RS_EPARSE;
 	}
-	if ((size_t)snprintf(key, sizeof key, "%s/%s", ns, name) >= sizeof key) {
+	nl = strlen(ns);
+	if ((kl = nl + 1 + strlen(name) + 1) > 512) {
 		snprintf(why, len, "pod key too long");
 		return RS_EPARSE;
 	}
-	const char *node = rs_json_str(obj, "spec", "nodeName", NULL);
-	const char *kind = ref ? rs_json_str(ref, "kind", NULL) : NULL;
-	const char *strs[] = {
-		key, ns,
-		rs_json_str(obj, "metadata", "uid", NULL),
-		rs_json_str(obj, "metadata", "resourceVersion", NULL),
-		kind && kind_intern(kind) == NULL ? kind : NULL,
-		ref ? rs_json_str(ref, "name", NULL) : NULL,
-		ref ? rs_json_str(ref, "uid", NULL) : NULL,
-		node ? node : "",
-	};
-	int n = sizeof strs / sizeof strs[0];
-	if (strs[2] == NULL)
-		strs[2] = "";
-	if (strs[3] == NULL)
-		strs[3] = "";
-	/* one block per pod: cached pods are the controller's memory */
-	if ((p = calloc(1, sizeof *p + packed_size(strs, n))) == NULL)
+	ul = strlen(uid ? uid : "") + 1;
+	rl = strlen(rv ? rv : "") + 1;
+	/* one block per pod, no padding after the fields: cached pods are the
+	 * controller's memory */
+	if ((p = calloc(1, offsetof(struct pod, key) + kl + ul + rl)) == NULL)
 		return RS_ENOMEM;
-	const char **dst[] = { &p->key, &p->ns, &p->uid, &p->rv,
-	    &p->ctrl_kind, &p->ctrl_name, &p->ctrl_uid, &p->node };
-	pack(p->strings, strs, dst, n);
-	p->name = p->key + strlen(ns) + 1;
-	if (kind && kind_intern(kind))
-		p->ctrl_kind = kind_intern(kind);
-	if (ref && (p->ctrl_uid == NULL || p->ctrl_kind == NULL ||
-	    p->ctrl_name == NULL))
-		p->ctrl_uid = p->ctrl_kind = p->ctrl_name = NULL;
-	rc = rs_labels_from_json(rs_json_get(obj, "metadata", "labels", NULL),
-	    &p->labels, why, len);
-	if (rc != RS_OK) {
-		free(p);
+	memcpy(p->key, ns, nl);
+	p->key[nl] = '/';
+	p->name = memcpy(p->key + nl + 1, name, kl - nl - 1);
+	p->uid = memcpy(p->key + kl, uid ? uid : "", ul);
+	p->rv = memcpy(p->key + kl + ul, rv ? rv : "", rl);
+	if ((rc = pod_share(p, obj, ns, why, len)) != RS_OK) {
+		pod_free(p);
 		return rc;
 	}
 	p->created = json_time(obj, "metadata", "creationTimestamp");
-	p->deleted = json_time(obj, "metadata", "deletionTimestamp");
-	if (p->deleted == 0 && rs_json_get(obj, "metadata", "deletionTimestamp", NULL))
-		p->deleted = 1;  /* present but unparsable: still being deleted */
+	/* present, even unparsable or null: still being deleted */
+	p->deleted = rs_json_get(obj, "metadata", "deletionTimestamp", NULL) != NULL;
 	p->cost = deletion_cost(obj);
 	pod_status(p, obj);
 	*out = p;
@@ -224,7 +229,10 @@ pod_free(struct pod *p)
 {
 	if (p == NULL)
 		return;
-	rs_labels_free(p->labels);
+	intern_drop(p->ns);
+	intern_drop(p->node);
+	intern_drop(p->ctrl_kind);
+	intern_drop(p->labels);
 	free(p);
 }
 
@@ -334,13 +342,33 @@ podlist_get(struct rs_strmap *m, const char *id)
 	return l;
 }
 
-static void
-podlist_unlink(struct rs_strmap *m, struct pod *p)
+/* The podlist a pod of the cache is in: found from the pod's own fields,
+ * which never change, rather than kept in each pod. */
+static struct rs_strmap *
+pod_map(struct cache *c, const struct pod *p, const char **id)
 {
-	struct podlist *l = p->list;
+	*id = p->ctrl_uid ? p->ctrl_uid : p->ns;
+	return p->ctrl_uid ? &c->owned : &c->orphans;
+}
 
-	if (l == NULL)
-		return;
+static void
+pod_link(struct podlist *l, struct pod *p)
+{
+	p->next = l->head;
+	p->prev = NULL;
+	if (l->head)
+		l->head->prev = p;
+	l->head = p;
+	l->n++;
+}
+
+static void
+pod_unlink(struct cache *c, struct pod *p)
+{
+	const char *id;
+	struct rs_strmap *m = pod_map(c, p, &id);
+	struct podlist *l = rs_strmap_get(m, id);
+
 	if (p->prev)
 		p->prev->next = p->next;
 	else
@@ -348,49 +376,38 @@ podlist_unlink(struct rs_strmap *m, struct pod *p)
 	if (p->next)
 		p->next->prev = p->prev;
 	p->next = p->prev = NULL;
-	p->list = NULL;
 	if (--l->n == 0) {
 		rs_strmap_del(m, l->id);
 		free(l);
 	}
 }
 
-static rs_code
-pod_link(struct cache *c, struct pod *p)
-{
-	struct podlist *l = p->ctrl_uid ? podlist_get(&c->owned, p->ctrl_uid)
-	    : podlist_get(&c->orphans, p->ns);
-
-	if (l == NULL)
-		return RS_ENOMEM;
-	p->next = l->head;
-	p->prev = NULL;
-	if (l->head)
-		l->head->prev = p;
-	l->head = p;
-	l->n++;
-	p->list = l;
-	return RS_OK;
-}
-
-static void
-pod_unlink(struct cache *c, struct pod *p)
-{
-	podlist_unlink(p->ctrl_uid ? &c->owned : &c->orphans, p);
-}
-
+/* Every pod in c->pods is in its podlist and no other pod is: the list is
+ * made first, and dropped again if the pod cannot go in the map. */
 rs_code
 cache_put_pod(struct cache *c, struct pod *p, struct pod **old)
 {
+	const char *id;
+	struct rs_strmap *m = pod_map(c, p, &id);
+	struct podlist *l = podlist_get(m, id);
 	void *prev;
-	rs_code rc;
 
-	if ((rc = rs_strmap_put(&c->pods, p->key, p, &prev)) != RS_OK)
-		return rc;
-	*old = prev;
+	*old = NULL;
+	if (l == NULL)
+		return RS_ENOMEM;
+	if (rs_strmap_put(&c->pods, p->key, p, &prev) != RS_OK) {
+		if (l->n == 0) {
+			rs_strmap_del(m, l->id);
+			free(l);
+		}
+		return RS_ENOMEM;
+	}
+	/* linked before prev leaves: prev may be l's last pod */
+	pod_link(l, p);
 	if (prev)
 		pod_unlink(c, prev);
-	return pod_link(c, p);
+	*old = prev;
+	return RS_OK;
 }
 
 struct pod *

@@ -18,18 +18,21 @@
 #include "selector.h"
 #include "strmap.h"
 
-struct podlist;
-
+/* One malloc block per pod, the strings unique to it in its tail; the
+ * values pods share are one copy each in the intern pool (intern.h). A
+ * pod in the cache is in exactly one podlist: its controllerRef UID's in
+ * owned when it has one, else its namespace's in orphans. */
 struct pod {
-	struct pod *next, *prev;       /* in list */
-	struct podlist *list;          /* owner's list, or namespace orphans */
-	const char *key;               /* namespace/name */
-	const char *ns, *name, *uid, *rv;
-	const char *ctrl_kind, *ctrl_name, *ctrl_uid;  /* controllerRef, or NULL */
-	const char *node;              /* spec.nodeName, "" when unassigned */
-	struct rs_labels *labels;
+	struct pod *next, *prev;       /* in its podlist */
+	const char *ns;                /* shared */
+	const char *name;              /* in key, after "ns/" */
+	const char *uid, *rv;          /* in the tail, after key */
+	const char *ctrl_kind, *ctrl_name, *ctrl_uid;  /* controllerRef, one
+	                                  shared copy of the three, or NULL */
+	const char *node;              /* spec.nodeName, "" when unassigned;
+	                                  shared */
+	const struct rs_labels *labels;  /* shared */
 	double created;                /* creationTimestamp, 0 when absent */
-	double deleted;                /* deletionTimestamp, 0 when absent */
 	double ready_since;            /* Ready condition's lastTransitionTime */
 	int32_t cost;                  /* controller.kubernetes.io/pod-deletion-cost */
 	int32_t restarts;              /* max restartCount of its containers */
@@ -37,7 +40,9 @@ struct pod {
 	uint8_t phase_rank;            /* Pending or other 0, Unknown 1, Running 2 */
 	uint8_t terminal;              /* Succeeded or Failed */
 	uint8_t ready;                 /* condition Ready is True */
-	char strings[];
+	uint8_t deleted;               /* has a deletionTimestamp (its time is
+	                                  never needed) */
+	char key[];                    /* namespace/name, then uid and rv */
 };
 
 struct podlist {

@@ -171,8 +171,10 @@ event_pod(struct sync *s, const char *type, const cJSON *obj, int unknown)
 		rs_warn("event %lu: pod skipped: %s", s->events, why);
 		return rc;
 	}
-	if ((rc = cache_put_pod(&s->cache, p, &old)) != RS_OK)
+	if ((rc = cache_put_pod(&s->cache, p, &old)) != RS_OK) {
+		pod_free(p);    /* a failed put left the cache as it was */
 		return rc;
+	}
 	if (old)
 		update_pod(s, old, p);
 	else

@@ -163,6 +163,62 @@ equality(void **state)
 	rs_labels_free(e);
 }
 
+/* A copy stands alone in the caller's memory, equal to its source. */
+static void
+copied(void **state)
+{
+	struct rs_labels *l = from("{\"tier\":\"fe\",\"app\":\"web\"}", RS_OK,
+	    NULL, 0);
+	size_t n = rs_labels_size(l);
+	char *mem = malloc(n + 1), *end = mem + n;
+	struct rs_labels *c;
+
+	assert_non_null(mem);
+	mem[n] = 'X';
+	c = rs_labels_copy(l, mem);
+	assert_ptr_equal(c, mem);
+	rs_labels_free(l);
+	assert_int_equal(c->n, 2);
+	assert_string_equal(c->kv[0].key, "app");
+	assert_string_equal(rs_labels_get(c, "app"), "web");
+	assert_string_equal(rs_labels_get(c, "tier"), "fe");
+	/* the strings live in mem, and the size was exact */
+	for (size_t i = 0; i < c->n; i++) {
+		assert_true(c->kv[i].key > mem && c->kv[i].key < end);
+		assert_true(c->kv[i].value > mem && c->kv[i].value < end);
+	}
+	assert_int_equal(end[-1], '\0');
+	assert_int_equal(mem[n], 'X');
+	c = rs_labels_copy(NULL, mem);
+	assert_int_equal(c->n, 0);
+	assert_int_equal(rs_labels_size(NULL), rs_labels_size(c));
+	free(mem);
+}
+
+static void
+hashed(void **state)
+{
+	struct rs_labels *a = from("{\"app\":\"web\",\"tier\":\"fe\"}", RS_OK, NULL, 0);
+	struct rs_labels *b = from("{\"tier\":\"fe\",\"app\":\"web\"}", RS_OK, NULL, 0);
+	struct rs_labels *c = from("{\"ab\":\"c\"}", RS_OK, NULL, 0);
+	struct rs_labels *d = from("{\"a\":\"bc\"}", RS_OK, NULL, 0);
+	struct rs_labels *e = from("{}", RS_OK, NULL, 0);
+	struct rs_labels *f = from("{\"app\":\"web\",\"tier\":\"be\"}", RS_OK, NULL, 0);
+
+	assert_true(rs_labels_hash(a) == rs_labels_hash(b));
+	assert_true(rs_labels_hash(e) == rs_labels_hash(NULL));
+	assert_true(rs_labels_hash(c) != rs_labels_hash(d));
+	assert_true(rs_labels_hash(a) != rs_labels_hash(f));
+	assert_true(rs_labels_hash(a) != rs_labels_hash(e));
+	assert_true(rs_labels_equal(a, a));
+	rs_labels_free(a);
+	rs_labels_free(b);
+	rs_labels_free(c);
+	rs_labels_free(d);
+	rs_labels_free(e);
+	rs_labels_free(f);
+}
+
 int
 main(void)
 {
@@ -174,6 +230,8 @@ main(void)
 		cmocka_unit_test(last_wins_many),
 		cmocka_unit_test(refused),
 		cmocka_unit_test(equality),
+		cmocka_unit_test(copied),
+		cmocka_unit_test(hashed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
