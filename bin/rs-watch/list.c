@@ -1,5 +1,6 @@
 /* list.c: the paginated list, printed as the difference from what was
  * printed before (everything, the first time). */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,5 +220,8 @@ list_run(struct reflector *r, struct rs_kresp *resp)
 		rs_kresp_free(resp);
 		memset(resp, 0, sizeof *resp);
 	}
+	/* A page's body and tree took megabytes that the watch never needs
+	 * again: hand them back rather than keep them resident for good. */
+	malloc_trim(0);
 	return RS_OK;
 }
