@@ -194,6 +194,35 @@ manage(struct round *o)
 	return RS_OK;
 }
 
+
+/* The object a status write PUTs: the cached one without its spec (the
+ * API server keeps the stored spec on a /status write, so the template
+ * would only be printed, piped, parsed and sent for nothing), status
+ * replaced by st (taken, also on failure: NULL). The metadata stays whole:
+ * a /status write does change labels and annotations. */
+static cJSON *
+status_object(const cJSON *cached, cJSON *st)
+{
+	cJSON *obj = cJSON_CreateObject(), *c;
+	const cJSON *f;
+
+	if (obj == NULL)
+		goto fail;
+	cJSON_ArrayForEach(f, cached) {
+		if (strcmp(f->string, "spec") == 0 ||
+		    strcmp(f->string, "status") == 0)
+			continue;
+		if ((c = cJSON_Duplicate(f, 1)) == NULL)
+			goto fail;
+		cJSON_AddItemToObject(obj, f->string, c);
+	}
+	cJSON_AddItemToObject(obj, "status", st);
+	return obj;
+fail:
+	cJSON_Delete(obj);
+	cJSON_Delete(st);
+	return NULL;
+}
 static rs_code
 status(struct round *o)
 {
@@ -226,10 +255,10 @@ status(struct round *o)
 	rs_info(4, "%s %s status: replicas %d, fully labeled %d, ready %d, "
 	    "available %d, terminating %d", o->s->kind->kind, o->r->key,
 	    c.replicas, c.fully, c.ready, c.available, c.terminating);
-	obj = cJSON_Duplicate(o->r->obj, 1);
-	cJSON_ReplaceItemInObjectCaseSensitive(obj, "status", now_st);
-	if (!cJSON_GetObjectItemCaseSensitive(obj, "status"))
-		cJSON_AddItemToObject(obj, "status", now_st);
+	if ((obj = status_object(o->r->obj, now_st)) == NULL) {
+		cJSON_Delete(old);
+		return RS_ENOMEM;
+	}
 	in = intent_new(o->s, "status", o->r->key, o->r);
 	cJSON_AddItemToObject(in, "object", obj);
 	cJSON_AddItemToObject(in, "old_status", old);

@@ -7,7 +7,7 @@ and one("create").owner == {apiVersion: "apps/v1", kind: "ReplicaSet", namespace
 and status == {replicas: 0, terminatingReplicas: 0, observedGeneration: 1}
 and old_status == {replicas: 0}
 and one("status").object.metadata.name == "web"
-and one("status").object.spec.replicas == 3
+and (one("status").object | has("spec") | not)
 and no_requeue
 and fin.owner.uid == "uid-rs-web"
 and all(.[]; .key == "ns/web")
