@@ -17,7 +17,7 @@
 #include "apply.h"
 #include "clock.h"
 #include "kube.h"
-#include "kubeconfig.h"
+#include "clientflags.h"
 #include "flag.h"
 #include "log.h"
 #include "stagestats.h"
@@ -58,32 +58,20 @@ USAGE
 "signal exits at once with 111.\n"
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
-enum {
-	OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP,
-	OPT_KUBECONFIG, OPT_CONTEXT, OPT_MASTER, OPT_QPS, OPT_BURST,
-	OPT_LOGFMT,
-};
+enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP };
 
-static const struct option longopts[] = {
+static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
 	{ "dry-run", no_argument, NULL, OPT_DRY },
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "no-queue", no_argument, NULL, OPT_NOQUEUE },
 	{ "expectations", required_argument, NULL, OPT_EXP },
-	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "master", required_argument, NULL, OPT_MASTER },
-	{ "kube-api-qps", required_argument, NULL, OPT_QPS },
-	{ "kube-api-burst", required_argument, NULL, OPT_BURST },
-	{ "v", required_argument, NULL, 'v' },
-	{ "log-format", required_argument, NULL, OPT_LOGFMT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct flags {
-	struct rs_kube_config_opts ko;
-	struct rs_kube_opts kopts;
+	struct rs_client_flags cf;
 	struct fx_opts fx;
 };
 
@@ -105,8 +93,8 @@ on_signal(int sig)
 static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
-	double qps;
-	char *end;
+	struct option *longopts = rs_flags_longopts(own_opts,
+	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE);
 	int c;
 
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
@@ -119,32 +107,12 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QUEUE: f->fx.queue_path = optarg; break;
 		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
 		case OPT_EXP: f->fx.exp_path = optarg; break;
-		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
-		case OPT_CONTEXT: f->ko.context = optarg; break;
-		case OPT_MASTER: f->ko.master = optarg; break;
-		case OPT_QPS:
-			qps = strtod(optarg, &end);
-			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
-				rs_flag_fail("invalid value for %s", "--kube-api-qps");
-			f->kopts.qps = qps;
-			break;
-		case OPT_BURST:
-			f->kopts.burst = rs_flag_long(optarg, 1, 1000000,
-			    "--kube-api-burst");
-			break;
-		case 'v':
-			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
-			break;
-		case OPT_LOGFMT:
-			if (rs_log_set_format(optarg) != 0)
-				rs_flag_fail("unknown log format '%s' (text or json)",
-				    optarg);
-			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			rs_flag_fail("%s", "invalid flag");
+			if (!rs_flags_common(c, optarg, &f->cf))
+				rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind < argc)
@@ -170,10 +138,10 @@ setup_kube(struct flags *f)
 	struct rs_kube_config *cfg;
 	rs_code rc;
 
-	if ((rc = rs_kube_config_load(&f->ko, &cfg)) != RS_OK)
+	if ((rc = rs_kube_config_load(&f->cf.ko, &cfg)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to load the API "
 		    "configuration: %s", rs_strerror(rc));
-	if ((rc = rs_kube_new(cfg, &f->kopts, &app.kube)) != RS_OK)
+	if ((rc = rs_kube_new(cfg, &f->cf.kopts, &app.kube)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to set up the API client: %s",
 		    rs_strerror(rc));
 }
@@ -330,7 +298,7 @@ int
 main(int argc, char **argv)
 {
 	struct flags f = {
-		.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1" },
+		.cf.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1" },
 	};
 	rs_code rc;
 

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "elect.h"
 #include "kube.h"
+#include "clientflags.h"
 #include "kubeconfig.h"
 #include "lease.h"
 #include "flag.h"
@@ -72,11 +73,10 @@ USAGE
 
 enum {
 	OPT_NS = 256, OPT_NAME, OPT_DURATION, OPT_DEADLINE, OPT_RETRY,
-	OPT_IDENTITY, OPT_KILL, OPT_KUBECONFIG, OPT_CONTEXT, OPT_MASTER,
-	OPT_LOGFMT,
+	OPT_IDENTITY, OPT_KILL,
 };
 
-static const struct option longopts[] = {
+static const struct option own_opts[] = {
 	{ "lease-namespace", required_argument, NULL, OPT_NS },
 	{ "leader-elect-resource-namespace", required_argument, NULL, OPT_NS },
 	{ "leader-elect-resource-name", required_argument, NULL, OPT_NAME },
@@ -85,18 +85,13 @@ static const struct option longopts[] = {
 	{ "leader-elect-retry-period", required_argument, NULL, OPT_RETRY },
 	{ "identity", required_argument, NULL, OPT_IDENTITY },
 	{ "kill-after", required_argument, NULL, OPT_KILL },
-	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "master", required_argument, NULL, OPT_MASTER },
-	{ "v", required_argument, NULL, 'v' },
-	{ "log-format", required_argument, NULL, OPT_LOGFMT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct flags {
 	struct elect_opts eo;
-	struct rs_kube_config_opts ko;
+	struct rs_client_flags cf;
 };
 
 /* DNS label (namespace) or subdomain (name): also keeps the URL clean. */
@@ -119,6 +114,8 @@ dns_ok(const char *s, size_t max, int dots)
 static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
+	struct option *longopts = rs_flags_longopts(own_opts,
+	    RS_FLAGS_LOG | RS_FLAGS_API);
 	int c;
 
 	/* "+": flags end at NAME or prog; prog's own flags are prog's. */
@@ -141,21 +138,12 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_IDENTITY: f->eo.identity = optarg; break;
 		case OPT_KILL: f->eo.kill_after = rs_flag_duration(optarg, "--kill-after");
 			break;
-		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
-		case OPT_CONTEXT: f->ko.context = optarg; break;
-		case OPT_MASTER: f->ko.master = optarg; break;
-		case 'v':
-			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
-			break;
-		case OPT_LOGFMT:
-			if (rs_log_set_format(optarg) != 0)
-				rs_flag_fail("unknown log format '%s' (text or json)", optarg);
-			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			rs_flag_fail("%s", "invalid flag");
+			if (!rs_flags_common(c, optarg, &f->cf))
+				rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (f->eo.name == NULL && optind < argc)
@@ -299,7 +287,7 @@ main(int argc, char **argv)
 	kopts.timeout_ms = f.eo.renew_deadline / 1000000;
 
 	sigfd = signals(&orig);
-	if ((rc = rs_kube_config_load(&f.ko, &cfg)) != RS_OK)
+	if ((rc = rs_kube_config_load(&f.cf.ko, &cfg)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to load the API configuration: %s",
 		    rs_strerror(rc));
 	if ((rc = rs_kube_new(cfg, &kopts, &k)) != RS_OK)

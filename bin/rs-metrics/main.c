@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clientflags.h"
 #include "flag.h"
 #include "log.h"
 #include "queue_client.h"
@@ -47,20 +48,15 @@ USAGE
 "\n"
 "Exit: 0 on TERM or INT, 100 usage, 111 unable to listen.\n";
 
-enum {
-	O_LISTEN = 256, O_QUEUE, O_STATE, O_STAGES, O_STALE, O_NOTIFY,
-	O_LOGFMT,
-};
+enum { O_LISTEN = 256, O_QUEUE, O_STATE, O_STAGES, O_STALE, O_NOTIFY };
 
-static const struct option longopts[] = {
+static const struct option own_opts[] = {
 	{ "listen", required_argument, NULL, O_LISTEN },
 	{ "queue", required_argument, NULL, O_QUEUE },
 	{ "state-dir", required_argument, NULL, O_STATE },
 	{ "stages", required_argument, NULL, O_STAGES },
 	{ "stale", required_argument, NULL, O_STALE },
 	{ "notify-fd", required_argument, NULL, O_NOTIFY },
-	{ "v", required_argument, NULL, 'v' },
-	{ "log-format", required_argument, NULL, O_LOGFMT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -109,6 +105,7 @@ static void
 parse_flags(int argc, char **argv, struct rsm_opts *o)
 {
 	const char *stages = RSM_STAGES_DEFAULT, *queue = NULL;
+	struct option *longopts = rs_flags_longopts(own_opts, RS_FLAGS_LOG);
 	int c;
 
 	o->listen = RSM_LISTEN_DEFAULT;
@@ -135,19 +132,12 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 				rs_flag_fail("--notify-fd %s: not an open descriptor",
 				    optarg);
 			break;
-		case 'v':
-			rs_log_set_verbosity((int)rs_flag_double(optarg, 0, 10, "-v"));
-			break;
-		case O_LOGFMT:
-			if (rs_log_set_format(optarg) != 0)
-				rs_flag_fail("unknown log format '%s' (text or json)",
-				    optarg);
-			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			rs_flag_fail("%s", "invalid flag");
+			if (!rs_flags_common(c, optarg, NULL))
+				rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind < argc)

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "client.h"
+#include "clientflags.h"
+#include "flag.h"
 #include "log.h"
 #include "queue_client.h"
 #include "server.h"
@@ -49,13 +51,15 @@ static const char usage_text[] =
 "shutdown:\n"
 "  --wait            return once the server has exited\n"
 "\n"
-"DUR is a number with a unit: ns, us, ms, s, m, h (seconds if none).\n"
+"DUR is a Go duration: a number with a unit, ns, us, ms, s, m or h (\"5ms\",\n"
+"\"1m30s\"); \"0\" needs none.\n"
 "Exit: 0 ok, 1 refused (bad key, ERR reply, shutting down), 100 usage,\n"
 "111 no server or a system failure.\n";
 
+/* Codes below 32: a bit each in opts.seen, to refuse misplaced ones. */
 enum {
 	O_QUEUE = 1, O_NOTIFY, O_NAME, O_BASE, O_MAX, O_QPS, O_BURST, O_HOLD,
-	O_PROM, O_WAIT, O_LOGFMT, O_HELP = 'h', O_V = 'v',
+	O_PROM, O_WAIT, O_HELP = 'h',
 };
 
 static const struct option long_opts[] = {
@@ -70,8 +74,6 @@ static const struct option long_opts[] = {
 	{ "hold", no_argument, NULL, O_HOLD },
 	{ "prometheus", no_argument, NULL, O_PROM },
 	{ "wait", no_argument, NULL, O_WAIT },
-	{ "log-format", required_argument, NULL, O_LOGFMT },
-	{ "v", required_argument, NULL, O_V },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -86,56 +88,21 @@ struct opts {
 static void __attribute__((noreturn))
 usage(const char *why)
 {
-	rs_fatal(100, "%s (see rs-queue --help)", why);
-}
-
-/* "5ms", "1000s", "1.5" (seconds) to nanoseconds; -1 if malformed. */
-static long long
-parse_duration(const char *s)
-{
-	static const struct { const char *u; double ns; } units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 },
-		{ "m", 60e9 }, { "h", 3600e9 }, { "", 1e9 },
-	};
-	char *end;
-	double v = strtod(s, &end);
-	size_t i;
-
-	if (end == s || !isfinite(v) || v < 0)
-		return -1;
-	for (i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (strcmp(end, units[i].u) == 0 && v * units[i].ns < 9e18)
-			return (long long)(v * units[i].ns);
-	return -1;
-}
-
-static long
-parse_int(const char *s, const char *what, long lo, long hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		rs_error("bad %s: %s", what, s);
-		usage("invalid option value");
-	}
-	return v;
+	rs_flag_fail("%s", why);
 }
 
 static void
 set_opt(struct opts *o, int c, const char *arg)
 {
-	long long d;
-	char *end;
+	int64_t d;
 
 	switch (c) {
 	case O_QUEUE:
 		o->path = arg;
 		break;
 	case O_NOTIFY:
-		o->serve.notify_fd = parse_int(arg, "--notify-fd", 0, 1 << 20);
+		o->serve.notify_fd = (int)rs_flag_long(arg, 0, 1 << 20,
+		    "--notify-fd");
 		if (fcntl(o->serve.notify_fd, F_GETFD) < 0)
 			usage("--notify-fd: not an open descriptor");
 		break;
@@ -144,20 +111,19 @@ set_opt(struct opts *o, int c, const char *arg)
 		break;
 	case O_BASE:
 	case O_MAX:
-		if ((d = parse_duration(arg)) < 0)
-			usage("bad duration");
+		d = rs_flag_duration(arg, c == O_BASE ? "--base-delay" :
+		    "--max-delay");
 		if (c == O_BASE)
 			o->serve.queue.base_delay_ns = d;
 		else
 			o->serve.queue.max_delay_ns = d;
 		break;
 	case O_QPS:
-		o->serve.queue.qps = strtod(arg, &end);
-		if (end == arg || *end || !isfinite(o->serve.queue.qps))
-			usage("bad --qps");
+		o->serve.queue.qps = rs_flag_double(arg, 0, 1e9, "--qps");
 		break;
 	case O_BURST:
-		o->serve.queue.burst = parse_int(arg, "--burst", 1, 1 << 30);
+		o->serve.queue.burst = (int)rs_flag_long(arg, 1, 1 << 30,
+		    "--burst");
 		break;
 	case O_HOLD:
 		o->hold = 1;
@@ -168,18 +134,12 @@ set_opt(struct opts *o, int c, const char *arg)
 	case O_WAIT:
 		o->wait = 1;
 		break;
-	case O_LOGFMT:
-		if (rs_log_set_format(arg) < 0)
-			usage("--log-format is text or json");
-		break;
-	case O_V:
-		rs_log_set_verbosity(parse_int(arg, "-v", 0, 100));
-		break;
 	case O_HELP:
 		fputs(usage_text, stdout);
 		exit(0);
 	default:
-		usage("unknown option");
+		if (!rs_flags_common(c, arg, NULL))
+			usage("unknown option");
 	}
 	if (c < 32)
 		o->seen |= 1u << c;
@@ -189,17 +149,20 @@ set_opt(struct opts *o, int c, const char *arg)
 static void
 parse_opts(struct opts *o, int argc, char **argv)
 {
+	static struct option *longopts;
 	int c;
 
+	if (longopts == NULL)
+		longopts = rs_flags_longopts(long_opts, RS_FLAGS_LOG);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hv:", long_opts, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "+hv:", longopts, NULL)) != -1)
 		set_opt(o, c, optarg);
 }
 
 static void
 only(const struct opts *o, unsigned allowed, const char *cmd)
 {
-	unsigned common = 1u << O_QUEUE | 1u << O_LOGFMT;
+	unsigned common = 1u << O_QUEUE;
 
 	if (o->seen & ~(allowed | common)) {
 		rs_error("an option given does not apply to %s", cmd);
@@ -284,6 +247,7 @@ main(int argc, char **argv)
 	int code;
 
 	rs_log_init(argv[0]);
+	rs_flag_set_usage("usage: rs-queue [OPTIONS] COMMAND [ARGS]\n");
 	memset(&o, 0, sizeof o);
 	o.serve.notify_fd = -1;
 	o.serve.name = "replicaset";

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "clientflags.h"
 #include "flag.h"
 #include "handlers.h"
 #include "log.h"
@@ -72,7 +73,7 @@ static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_KIND = 256, O_QUEUE, O_EXP, O_BURST, O_RESYNC, O_ONCE, O_NOW,
-	    O_NOTERM, O_MAXLINE, O_LOGFMT, O_DUMP, O_KEEP, O_HELP };
+	    O_NOTERM, O_MAXLINE, O_DUMP, O_KEEP, O_HELP };
 	static const struct option lo[] = {
 		{ "kind", required_argument, NULL, O_KIND },
 		{ "queue", required_argument, NULL, O_QUEUE },
@@ -83,20 +84,18 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "now", required_argument, NULL, O_NOW },
 		{ "no-terminating-replicas", no_argument, NULL, O_NOTERM },
 		{ "max-line", required_argument, NULL, O_MAXLINE },
-		{ "log-format", required_argument, NULL, O_LOGFMT },
 		{ "expectations-dump", no_argument, NULL, O_DUMP },
 		{ "keep-expectations", no_argument, NULL, O_KEEP },
-		{ "v", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct option *longopts = rs_flags_longopts(lo, RS_FLAGS_LOG);
 	int c;
 
 	*o = (struct opts){ .kind = &kind_replicaset, .burst = 500,
 	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT };
-	while ((c = getopt_long(argc, argv, "v:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'v': rs_log_set_verbosity((int)rs_flag_long(optarg, 0, 10, "-v")); break;
 		case O_KIND:
 			if (strcmp(optarg, "ReplicaSet") == 0 || strcmp(optarg, "rs") == 0)
 				o->kind = &kind_replicaset;
@@ -117,13 +116,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_NOTERM: o->terminating = 0; break;
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
-		case O_LOGFMT:
-			rs_flag_log_format(optarg);
-			break;
 		case O_DUMP: o->dump = 1; break;
 		case O_KEEP: o->keep_expectations = 1; break;
 		case O_HELP: case 'h': fputs(USAGE, stdout); exit(0);
-		default: rs_flag_fail("invalid flag");
+		default:
+			if (!rs_flags_common(c, optarg, NULL))
+				rs_flag_fail("invalid flag");
 		}
 	}
 	if (optind != argc)
