@@ -16,12 +16,6 @@ oneTimeTearDown() {
   rm -rf "$RS_STATE_DIR"
 }
 
-# count_is NS SELECTOR N: exactly N live pods now.
-count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
-
-# wait_count NS SELECTOR N SECONDS: until exactly N live pods.
-wait_count() { wait_for "$4" count_is "$1" "$2" "$3"; }
-
 owner_uid() { rs_json "$1" "$2" | jq -r .metadata.uid; }
 
 test_create_three() {
@@ -47,21 +41,7 @@ test_scale_up_down_and_replace() {
   need_cluster || return
   ns=$(new_ns scale)
   make_rs "$ns" web 3
-  assertTrue "3 pods" "wait_count $ns app=web 3 30"
-  kubectl -n "$ns" scale rs web --replicas 10 >/dev/null
-  assertTrue "10 pods" "wait_count $ns app=web 10 30"
-  assertTrue "status 10" "wait_for 20 rs_status_is $ns web '.replicas == 10'"
-  kubectl -n "$ns" scale rs web --replicas 2 >/dev/null
-  assertTrue "2 pods" "wait_count $ns app=web 2 30"
-  victim=$(live_pods "$ns" app=web | head -1)
-  kubectl -n "$ns" delete pod "$victim" --wait=false >/dev/null
-  assertTrue "replaced" "wait_for 30 sh -c 'test \$(kubectl -n $ns get pods -l app=web -o name | grep -cv $victim) -eq 2'"
-  assertTrue "2 pods after replacement" "wait_count $ns app=web 2 30"
-  kubectl -n "$ns" scale rs web --replicas 0 >/dev/null
-  assertTrue "0 pods" "wait_count $ns app=web 0 30"
-  assertTrue "status 0" "wait_for 20 rs_status_is $ns web '.replicas == 0'"
-  sleep 2
-  assertEquals "creates: 3 + 7 + 1 replacement" 11 "$(pod_adds "$ns")"
+  check_scale_cycle rs "$ns"
   assertTrue "SuccessfulDelete events" "kubectl -n $ns get events -o json | jq -e '[.items[] | select(.reason==\"SuccessfulDelete\")] | length > 0'"
 }
 
@@ -160,18 +140,9 @@ EOT
 test_quota_failure_and_recovery() {
   need_cluster || return
   ns=$(new_ns quota)
-  kubectl -n "$ns" create quota q --hard=pods=2 >/dev/null
-  # no quota controller runs: give the quota the status it would have
-  kubectl -n "$ns" patch quota q --subresource=status --type=merge \
-    -p '{"status":{"hard":{"pods":"2"},"used":{"pods":"0"}}}' >/dev/null
+  quota_pods "$ns" 2
   make_rs "$ns" web 4
-  assertTrue "2 pods within quota" "wait_count $ns app=web 2 30"
-  assertTrue "FailedCreate event" "wait_for 20 sh -c \"kubectl -n $ns get events -o json | jq -e '[.items[] | select(.reason==\\\"FailedCreate\\\" and .type==\\\"Warning\\\")] | length > 0'\""
-  assertTrue "ReplicaFailure condition" "wait_for 20 rs_status_is $ns web '[.conditions[]? | select(.type==\"ReplicaFailure\" and .reason==\"FailedCreate\")] | length == 1'"
-  kubectl -n "$ns" patch quota q --type=merge -p '{"spec":{"hard":{"pods":"10"}}}' >/dev/null
-  kubectl -n "$ns" patch quota q --subresource=status --type=merge -p '{"status":{"hard":{"pods":"10"}}}' >/dev/null
-  assertTrue "recovered to 4" "wait_count $ns app=web 4 60"
-  assertTrue "condition cleared" "wait_for 30 rs_status_is $ns web '([.conditions[]? | select(.type==\"ReplicaFailure\")] | length == 0) and .replicas == 4'"
+  check_quota_failure rs "$ns"
   sleep 2
   assertEquals "no extra creates" 4 "$(pod_adds "$ns")"
 }

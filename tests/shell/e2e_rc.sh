@@ -75,9 +75,6 @@ make_rc() {
 	}' | kubectl -n "$1" apply -f - >/dev/null
 }
 
-rc_status_is() { rs_json "$1" "$2" rc | jq -e ".status | $3" >/dev/null; }
-count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
-wait_count() { wait_for "$4" count_is "$1" "$2" "$3"; }
 uid_of() { rs_json "$1" "$2" "${3:-rc}" | jq -r .metadata.uid; }
 
 # owned NS KIND UID: sorted names of the live pods whose controllerRef is
@@ -165,21 +162,7 @@ test_scale_up_down_and_replace() {
 	need_cluster || return
 	ns=$(new_ns rc-scale)
 	make_rc "$ns" web 3
-	assertTrue "3 pods" "wait_count $ns app=web 3 30"
-	kubectl -n "$ns" scale rc web --replicas 10 >/dev/null
-	assertTrue "10 pods" "wait_count $ns app=web 10 30"
-	assertTrue "status 10" "wait_for 20 rc_status_is $ns web '.replicas == 10'"
-	kubectl -n "$ns" scale rc web --replicas 2 >/dev/null
-	assertTrue "2 pods" "wait_count $ns app=web 2 30"
-	victim=$(live_pods "$ns" app=web | head -1)
-	kubectl -n "$ns" delete pod "$victim" --wait=false >/dev/null
-	assertTrue "replaced" "wait_for 30 sh -c 'test \$(kubectl -n $ns get pods -l app=web -o name | grep -cv $victim) -eq 2'"
-	assertTrue "2 pods after replacement" "wait_count $ns app=web 2 30"
-	kubectl -n "$ns" scale rc web --replicas 0 >/dev/null
-	assertTrue "0 pods" "wait_count $ns app=web 0 30"
-	assertTrue "status 0" "wait_for 20 rc_status_is $ns web '.replicas == 0'"
-	sleep 2
-	assertEquals "creates: 3 + 7 + 1 replacement" 11 "$(pod_adds "$ns")"
+	check_scale_cycle rc "$ns"
 	assertTrue "SuccessfulDelete events" "wait_for 10 events_with $ns SuccessfulDelete 10"
 	n=$(jq -c --arg ns "$ns" 'select((.key | startswith($ns + "/")) and .op == "status" and
 	  (.object.status | has("terminatingReplicas")))' "$RC_DIR/intents.ndjson" | wc -l)
@@ -224,19 +207,9 @@ test_adopt_and_release() {
 test_quota_failure_and_recovery() {
 	need_cluster || return
 	ns=$(new_ns rc-quota)
-	kubectl -n "$ns" create quota q --hard=pods=2 >/dev/null
-	# no quota controller runs: give the quota the status it would have
-	kubectl -n "$ns" patch quota q --subresource=status --type=merge \
-	    -p '{"status":{"hard":{"pods":"2"},"used":{"pods":"0"}}}' >/dev/null
+	quota_pods "$ns" 2
 	make_rc "$ns" web 4
-	assertTrue "2 pods within quota" "wait_count $ns app=web 2 30"
-	assertTrue "FailedCreate event from replication-controller" \
-	    "wait_for 20 sh -c \"kubectl -n $ns get events -o json | jq -e '[.items[] | select(.reason==\\\"FailedCreate\\\" and .type==\\\"Warning\\\" and .source.component==\\\"replication-controller\\\" and .involvedObject.kind==\\\"ReplicationController\\\")] | length > 0'\""
-	assertTrue "ReplicaFailure condition" "wait_for 20 rc_status_is $ns web '[.conditions[]? | select(.type==\"ReplicaFailure\" and .reason==\"FailedCreate\" and .status==\"True\")] | length == 1'"
-	kubectl -n "$ns" patch quota q --type=merge -p '{"spec":{"hard":{"pods":"10"}}}' >/dev/null
-	kubectl -n "$ns" patch quota q --subresource=status --type=merge -p '{"status":{"hard":{"pods":"10"}}}' >/dev/null
-	assertTrue "recovered to 4" "wait_count $ns app=web 4 60"
-	assertTrue "condition cleared" "wait_for 30 rc_status_is $ns web '([.conditions[]? | select(.type==\"ReplicaFailure\")] | length == 0) and .replicas == 4'"
+	check_quota_failure rc "$ns"
 	sleep 2
 	assertEquals "no extra creates" 4 "$(pod_adds "$ns")"
 }

@@ -171,8 +171,6 @@ deletes() {
     "$1/pods.ndjson" 2>/dev/null | wc -l
 }
 
-count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
-
 # settled NS NAME N: exactly N live pods and the status says so.
 settled() {
   count_is "$1" "app=$2" "$3" &&

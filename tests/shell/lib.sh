@@ -136,10 +136,72 @@ make_rs() {
   }' | kubectl -n "$1" apply -f - >/dev/null
 }
 
-# rs_status_is NS NAME JQ-EXPR: the ReplicaSet's .status satisfies EXPR.
+# rs_status_is NS NAME JQ-EXPR: the ReplicaSet's .status satisfies EXPR;
+# rc_status_is the same for a ReplicationController.
 rs_status_is() {
   rs_json "$1" "$2" | jq -e ".status | $3" >/dev/null
 }
+rc_status_is() { rs_json "$1" "$2" rc | jq -e ".status | $3" >/dev/null; }
 
 # count_live NS SELECTOR
 count_live() { live_pods "$1" "$2" | wc -l; }
+# count_is NS SELECTOR N: exactly N live pods now.
+count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
+# wait_count NS SELECTOR N SECONDS: until exactly N live pods.
+wait_count() { wait_for "$4" count_is "$1" "$2" "$3"; }
+
+# quota_pods NS N: a pod quota of N, with the status a quota controller
+# would give it (none runs here).
+quota_pods() {
+  if kubectl -n "$1" get quota q >/dev/null 2>&1; then
+    kubectl -n "$1" patch quota q --type=merge -p "{\"spec\":{\"hard\":{\"pods\":\"$2\"}}}" >/dev/null
+    kubectl -n "$1" patch quota q --subresource=status --type=merge \
+      -p "{\"status\":{\"hard\":{\"pods\":\"$2\"}}}" >/dev/null
+  else
+    kubectl -n "$1" create quota q --hard=pods="$2" >/dev/null
+    kubectl -n "$1" patch quota q --subresource=status --type=merge \
+      -p "{\"status\":{\"hard\":{\"pods\":\"$2\"},\"used\":{\"pods\":\"0\"}}}" >/dev/null
+  fi
+}
+
+# check_scale_cycle KIND NS: KIND (rs or rc) web of 3 pods in NS, made by
+# the caller, scaled to 10, to 2, one pod deleted and replaced, then to 0;
+# asserts pod counts and statuses on the way and the creates at the end.
+check_scale_cycle() {
+  _k=$1 _ns=$2
+  assertTrue "3 pods" "wait_count $_ns app=web 3 30"
+  kubectl -n "$_ns" scale "$_k" web --replicas 10 >/dev/null
+  assertTrue "10 pods" "wait_count $_ns app=web 10 30"
+  assertTrue "status 10" "wait_for 20 ${_k}_status_is $_ns web '.replicas == 10'"
+  kubectl -n "$_ns" scale "$_k" web --replicas 2 >/dev/null
+  assertTrue "2 pods" "wait_count $_ns app=web 2 30"
+  _victim=$(live_pods "$_ns" app=web | head -1)
+  kubectl -n "$_ns" delete pod "$_victim" --wait=false >/dev/null
+  assertTrue "replaced" "wait_for 30 sh -c 'test \$(kubectl -n $_ns get pods -l app=web -o name | grep -cv $_victim) -eq 2'"
+  assertTrue "2 pods after replacement" "wait_count $_ns app=web 2 30"
+  kubectl -n "$_ns" scale "$_k" web --replicas 0 >/dev/null
+  assertTrue "0 pods" "wait_count $_ns app=web 0 30"
+  assertTrue "status 0" "wait_for 20 ${_k}_status_is $_ns web '.replicas == 0'"
+  sleep 2
+  assertEquals "creates: 3 + 7 + 1 replacement" 11 "$(pod_adds "$_ns")"
+}
+
+# check_quota_failure KIND NS: KIND (rs or rc) web of 4 pods in NS under a
+# quota of 2 (the caller made both, quota first): 2 pods, a FailedCreate
+# Warning about it from its controller, a ReplicaFailure condition; then
+# the quota raised to 10: 4 pods and the condition gone.
+check_quota_failure() {
+  _k=$1 _ns=$2
+  if [ "$_k" = rc ]; then
+    _c=replication-controller _o=ReplicationController
+  else
+    _c=replicaset-controller _o=ReplicaSet
+  fi
+  assertTrue "2 pods within quota" "wait_count $_ns app=web 2 30"
+  assertTrue "FailedCreate event from $_c" \
+    "wait_for 20 sh -c \"kubectl -n $_ns get events -o json | jq -e '[.items[] | select(.reason==\\\"FailedCreate\\\" and .type==\\\"Warning\\\" and .source.component==\\\"$_c\\\" and .involvedObject.kind==\\\"$_o\\\")] | length > 0'\""
+  assertTrue "ReplicaFailure condition" "wait_for 20 ${_k}_status_is $_ns web '[.conditions[]? | select(.type==\"ReplicaFailure\" and .reason==\"FailedCreate\" and .status==\"True\")] | length == 1'"
+  quota_pods "$_ns" 10
+  assertTrue "recovered to 4" "wait_count $_ns app=web 4 60"
+  assertTrue "condition cleared" "wait_for 30 ${_k}_status_is $_ns web '([.conditions[]? | select(.type==\"ReplicaFailure\")] | length == 0) and .replicas == 4'"
+}

@@ -85,8 +85,6 @@ ours_gone() {
   return 0
 }
 
-count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
-wait_count() { wait_for "$4" count_is "$1" "$2" "$3"; }
 can_i() { kubectl auth can-i --as "system:serviceaccount:$NS:$SA" "$@" >/dev/null 2>&1; }
 
 test_manifests_valid() {
@@ -155,17 +153,14 @@ test_status_with_readiness() {
 test_quota_failure_events() {
   need_cluster || return 0
   ns=$(new_ns rbac-quota)
-  kubectl -n "$ns" create quota q --hard=pods=2 >/dev/null
-  kubectl -n "$ns" patch quota q --subresource=status --type=merge \
-    -p '{"status":{"hard":{"pods":"2"},"used":{"pods":"0"}}}' >/dev/null
+  quota_pods "$ns" 2
   make_rs "$ns" web 4
   assertTrue "2 pods within quota" "wait_count $ns app=web 2 30"
   assertTrue "FailedCreate event" "wait_for 20 sh -c \"kubectl -n $ns get events -o json | jq -e '[.items[] | select(.reason==\\\"FailedCreate\\\" and .type==\\\"Warning\\\")] | length > 0'\""
   assertTrue "ReplicaFailure condition" "wait_for 20 rs_status_is $ns web '[.conditions[]? | select(.type==\"ReplicaFailure\")] | length == 1'"
   # the retries repeat the Event: a patch of its count
   assertTrue "FailedCreate repeated (Event patched)" "wait_for 40 sh -c '[ \$(kubectl -n $ns get events -o json | jq \"[.items[] | select(.reason==\\\"FailedCreate\\\") | .count // 1] | max // 0\") -ge 2 ]'"
-  kubectl -n "$ns" patch quota q --type=merge -p '{"spec":{"hard":{"pods":"10"}}}' >/dev/null
-  kubectl -n "$ns" patch quota q --subresource=status --type=merge -p '{"status":{"hard":{"pods":"10"}}}' >/dev/null
+  quota_pods "$ns" 10
   assertTrue "recovered to 4" "wait_count $ns app=web 4 60"
 }
 

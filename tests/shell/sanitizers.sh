@@ -81,8 +81,6 @@ test_hostile_under_asan() {
 
 VG="valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --track-fds=no"
 
-count_is() { [ "$(count_live "$1" "$2")" -eq "$3" ]; }
-
 test_stages_under_valgrind() {
   need_cluster || return
   command -v valgrind >/dev/null || { fail "valgrind is not installed (make deps)"; return; }
