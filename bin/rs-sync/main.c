@@ -346,9 +346,12 @@ run_loop(struct sync *s, const struct opts *o)
 	stats_open();
 	stats_publish(s, 1);
 	while (!stopping) {
-		struct pollfd pf[2] = {
+		/* fd 1 with no events: POLLERR once the next stage is gone,
+		 * which an idle rs-sync would otherwise learn at its next write */
+		struct pollfd pf[3] = {
 			{ .fd = eof ? -1 : 0, .events = POLLIN },
 			{ .fd = rs_queue_fd(q), .events = rs_queue_events(q) },
+			{ .fd = 1, .events = 0 },
 		};
 		int timeout = -1;
 
@@ -369,8 +372,11 @@ run_loop(struct sync *s, const struct opts *o)
 		}
 		if (buffered)
 			timeout = 0;
-		if (poll(pf, 2, timeout) < 0 && errno != EINTR)
+		if (poll(pf, 3, timeout) < 0 && errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
+		if (pf[2].revents & (POLLERR | POLLHUP))
+			rs_fatal(111, "unable to write intents: the reader of "
+			    "standard output is gone");
 		if (pf[0].revents || buffered) {
 			rc = read_events(s, &in, 4096);
 			buffered = rc == RS_EAGAIN;

@@ -522,4 +522,28 @@ test_overload_429_and_5xx() {
   own_down
 }
 
+# An idle rs-sync (caches synced, no key to serve) learns that the stage
+# after it is gone at once, not at its next write, so that the pipeline
+# ends and its supervisor starts it again.
+test_sync_notices_next_stage_gone() {
+  _g=$TMP/gone
+  mkdir -p "$_g/state" && chmod 0700 "$_g/state"
+  rs-queue serve --socket "$_g/state/queue.sock" 2>"$_g/queue.log" &
+  _qpid=$!
+  wait_for 10 test -S "$_g/state/queue.sock"
+  mkfifo "$_g/events"
+  ( rs-sync --queue "$_g/state/queue.sock" --expectations "$_g/state/expectations" \
+      <"$_g/events" 2>"$_g/sync.log" | sleep 1
+    echo "${PIPESTATUS[0]}" >"$_g/rc" ) &
+  exec 7>"$_g/events"
+  printf '%s\n' '{"type":"SYNCED","resource":"replicasets"}' '{"type":"SYNCED","resource":"pods"}' >&7
+  assertTrue "rs-sync ended" "wait_for 5 test -s $_g/rc"
+  assertEquals "exit code" 111 "$(cat "$_g/rc" 2>/dev/null)"
+  grep -q "reader of standard output is gone" "$_g/sync.log"
+  assertTrue "says why" $?
+  exec 7>&-
+  kill "$_qpid" 2>/dev/null
+  wait "$_qpid" 2>/dev/null
+}
+
 . "$SHUNIT2"
