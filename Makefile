@@ -64,7 +64,7 @@ $(BUILD)/test/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow"
 
 test: all $(UNITS)
 	@sh tests/run-all.sh

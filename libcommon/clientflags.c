@@ -30,6 +30,10 @@ add(struct option *dst, size_t at, const struct option *src, size_t n)
 	return at + n;
 }
 
+/* The last array made: reachable until exit, as getopt may be called on
+ * it at any time. */
+static struct option *kept;
+
 struct option *
 rs_flags_longopts(const struct option *own, unsigned sets)
 {
@@ -50,7 +54,8 @@ rs_flags_longopts(const struct option *own, unsigned sets)
 		at = add(all, at, api_opts, NELEM(api_opts));
 	if (sets & RS_FLAGS_RATE)
 		add(all, at, rate_opts, NELEM(rate_opts));
-	return all;
+	free(kept);
+	return kept = all;
 }
 
 int

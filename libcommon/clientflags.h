@@ -29,8 +29,8 @@ struct rs_client_flags {
 	struct rs_kube_opts kopts;
 };
 
-/* own (ending with the all-zero entry) followed by the sets' entries, in
- * memory that lives until exit. */
+/* own (ending with the all-zero entry) followed by the sets' entries. The
+ * module keeps the array until exit or its next call, which replaces it. */
 struct option *rs_flags_longopts(const struct option *own, unsigned sets);
 
 /* 1 when c is a common flag (applied to cf, which may be NULL for a tool

@@ -38,9 +38,7 @@ count(const struct option *all)
 static void
 test_longopts_sets(void **state)
 {
-	struct option *a = rs_flags_longopts(own, RS_FLAGS_LOG);
-	struct option *b = rs_flags_longopts(own, RS_FLAGS_LOG | RS_FLAGS_API |
-	    RS_FLAGS_RATE);
+	struct option *a = rs_flags_longopts(own, RS_FLAGS_LOG), *b;
 
 	(void)state;
 	assert_int_equal(count(a), 4);
@@ -49,6 +47,7 @@ test_longopts_sets(void **state)
 	assert_int_equal(find(a, "v")->val, 'v');
 	assert_null(find(a, "kubeconfig"));
 	assert_null(find(a, "kube-api-qps"));
+	b = rs_flags_longopts(own, RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE);
 	assert_int_equal(count(b), 9);
 	assert_int_equal(find(b, "kubeconfig")->val, RS_OPT_KUBECONFIG);
 	assert_int_equal(find(b, "master")->has_arg, required_argument);
