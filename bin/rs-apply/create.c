@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "apply.h"
+#include "jscan.h"
 #include "json.h"
 #include "log.h"
 
@@ -166,20 +167,17 @@ create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	char buf[128];
 
 	if (rc == RS_OK) {
-		cJSON *pod = NULL;
-		const char *name = NULL;
+		char name[256];   /* a pod name is at most 253 bytes */
 
 		c->ok++;
-		if (resp->body != NULL && rs_json_parse(resp->body, resp->len,
-		    &pod, NULL) == RS_OK)
-			name = rs_json_str(pod, "metadata", "name", NULL);
-		if (name != NULL) {
+		/* only the name is wanted: scanned, no tree built */
+		if (resp->body != NULL && rs_jscan_str(resp->body, resp->len,
+		    name, sizeof name, "metadata", "name", NULL) == RS_OK) {
 			rs_info(4, "%s: created pod %s/%s", c->k->name, o->ns,
 			    name);
 			event_record(o, "Normal", "SuccessfulCreate",
 			    "Created pod: %s", name);
 		}
-		cJSON_Delete(pod);
 	} else if (req_has_cause(resp, "NamespaceTerminating")) {
 		/* every create would fail: nothing to do, nothing to retry */
 		c->ok++;

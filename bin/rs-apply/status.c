@@ -18,6 +18,7 @@
 
 #include "apply.h"
 #include "clock.h"
+#include "jscan.h"
 #include "json.h"
 #include "log.h"
 
@@ -102,8 +103,7 @@ static void
 written_put(const char *key, const char *base_rv, const cJSON *status,
     const struct rs_kresp *resp)
 {
-	cJSON *obj = NULL;
-	const char *rv;
+	char rv[128];
 	struct written *w;
 
 	if (!written_ready) {
@@ -111,15 +111,12 @@ written_put(const char *key, const char *base_rv, const cJSON *status,
 		written_ready = 1;
 	}
 	if (base_rv == NULL || resp->body == NULL ||
-	    rs_json_parse(resp->body, resp->len, &obj, NULL) != RS_OK ||
-	    (rv = rs_json_str(obj, "metadata", "resourceVersion", NULL)) ==
-	    NULL || (w = calloc(1, sizeof *w)) == NULL) {
-		cJSON_Delete(obj);
+	    rs_jscan_str(resp->body, resp->len, rv, sizeof rv, "metadata",
+	    "resourceVersion", NULL) != RS_OK ||
+	    (w = calloc(1, sizeof *w)) == NULL)
 		return;
-	}
 	w->rv = strdup(rv);
 	w->status = cJSON_Duplicate(status, 1);
-	cJSON_Delete(obj);
 	if (w->rv == NULL || w->status == NULL ||
 	    written_bases(w, lru_get(&written, key), base_rv) != RS_OK ||
 	    lru_add(&written, key, w) != RS_OK)
