@@ -35,6 +35,7 @@
 #define EXP_MAGIC "RSEXPECT"
 #define EXP_VERSION 1
 #define EXP_ENDIAN 0x01020304u
+#define EXP_ENDIAN_SWAPPED 0x04030201u
 #define EXP_HDR_SIZE 4096u
 #define EXP_ALIGN 4096u
 #define EXP_CHUNK (64u << 10)   /* fallocate granularity */
@@ -300,7 +301,11 @@ layout(uint32_t keys, uint32_t pods, struct exp_fixed *f)
 	return 0;
 }
 
-/* Whether a file's fixed header is one this build can use; why says not. */
+/* Whether a file's fixed header is one this build can use; why says not.
+ * Byte order and version are judged before the checksum, which only this
+ * version in this byte order defines; but only a byte-order mark that is
+ * ours or exactly swapped is believed: anything else is damage, which the
+ * checksum names, not a file from another machine or version. */
 static int
 fixed_valid(const struct exp_fixed *got, uint64_t size, const char **why)
 {
@@ -308,12 +313,13 @@ fixed_valid(const struct exp_fixed *got, uint64_t size, const char **why)
 
 	if (memcmp(got->magic, EXP_MAGIC, sizeof got->magic) != 0)
 		return *why = "not an expectations file (bad magic)", 0;
-	if (got->endian != EXP_ENDIAN)
+	if (got->endian == EXP_ENDIAN_SWAPPED)
 		return *why = "written on a machine of another byte order", 0;
-	if (got->version != EXP_VERSION)
+	if (got->endian == EXP_ENDIAN && got->version != EXP_VERSION)
 		return *why = "unsupported format version", 0;
 	if (got->csum != fixed_csum(got))
-		return *why = "header checksum mismatch", 0;
+		return *why = "header checksum mismatch (damaged: remove it)",
+		    0;
 	if (layout(got->key_cap, got->pod_cap, &want) < 0)
 		return *why = "capacity figures out of range", 0;
 	want.seed[0] = got->seed[0];
@@ -1094,8 +1100,9 @@ file_load(struct rs_exp *e, uint64_t size)
 	rs_code rc;
 
 	if (size < EXP_HDR_SIZE) {
-		rs_error("%s is not an expectations file (%llu bytes: "
-		    "truncated?)", e->path, (unsigned long long)size);
+		rs_error("unable to use %s: not an expectations file "
+		    "(%llu bytes: truncated?)", e->path,
+		    (unsigned long long)size);
 		return RS_EPARSE;
 	}
 	n = pread(e->fd, &f, sizeof f, 0);
@@ -1276,6 +1283,39 @@ rs_exp_path(const struct rs_exp *e)
 
 /* ---- operations ---- */
 
+/* What an operation does on one key's record, under the lock. */
+typedef rs_code key_op(struct rs_exp *e, const struct kref *k, void *arg);
+
+/* How with_key wraps an operation. TX_READ: no transaction (a read writes
+ * nothing and counts no commit). TX_SMALL: one of TX_BASE writes, begun
+ * before the operation. TX_SIZED: the operation begins its own, whose size
+ * depends on the record (or none when there is nothing to do); with_key
+ * ends it either way. */
+enum tx_kind { TX_READ, TX_SMALL, TX_SIZED };
+
+/* The prologue and epilogue of every operation on one key: runs op under
+ * the lock and in its transaction, committed on RS_OK, rolled back
+ * otherwise. Damage found on locking skips op (RS_EPARSE). Returns with
+ * the lock released and its held-back messages said, so that the caller's
+ * log line comes after them. */
+static rs_code
+with_key(struct rs_exp *e, const struct kref *k, enum tx_kind tx, key_op *op,
+    void *arg)
+{
+	rs_code rc;
+
+	if ((rc = lock(e)) != RS_OK)
+		return rc;
+	if (e->bad == NULL &&
+	    (tx != TX_SMALL || (rc = tx_begin(e, TX_BASE)) == RS_OK))
+		rc = op(e, k, arg);
+	if (tx == TX_READ)
+		rc = e->bad ? RS_EPARSE : rc;
+	else
+		rc = tx_end(e, rc);
+	return finish(e, rc);
+}
+
 static enum rs_exp_why
 judge(const struct kent *ke, int64_t now)
 {
@@ -1308,23 +1348,34 @@ do_set(struct rs_exp *e, const struct kref *k, int64_t add, uint32_t *lout)
 	return RS_OK;
 }
 
-rs_code
-rs_exp_expect_creations(struct rs_exp *e, const char *key, int64_t n)
+/* The operations that take a count: op gets &n. */
+static rs_code
+with_count(struct rs_exp *e, const char *key, int64_t n, key_op *op)
 {
 	struct kref k;
-	uint32_t l;
 	rs_code rc;
 
 	if (n < 0)
 		return RS_EUSAGE;
 	if ((rc = kref_init(e, key, &k)) != RS_OK)
 		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL && (rc = tx_begin(e, TX_BASE)) == RS_OK)
-		rc = do_set(e, &k, n, &l);
-	rc = finish(e, tx_end(e, rc));
-	if (rc == RS_OK)
+	return with_key(e, &k, TX_SMALL, op, &n);
+}
+
+static rs_code
+op_set(struct rs_exp *e, const struct kref *k, void *n)
+{
+	uint32_t l;
+
+	return do_set(e, k, *(const int64_t *)n, &l);
+}
+
+rs_code
+rs_exp_expect_creations(struct rs_exp *e, const char *key, int64_t n)
+{
+	rs_code rc;
+
+	if ((rc = with_count(e, key, n, op_set)) == RS_OK)
 		rs_info(4, "expectations: %s: expect %lld creations", key,
 		    (long long)n);
 	return rc;
@@ -1344,7 +1395,8 @@ tx_clear(struct rs_exp *e, const struct kref *k, uint32_t *l, uint32_t m)
 	return tx_end(e, rc);
 }
 
-/* Second commit: the new set, and del = its size. */
+/* Second transaction, left for with_key to end: the new set, and del =
+ * its size. */
 static rs_code
 tx_fill(struct rs_exp *e, uint32_t l, const struct kref *pods, size_t n,
     size_t d)
@@ -1359,7 +1411,7 @@ tx_fill(struct rs_exp *e, uint32_t l, const struct kref *pods, size_t n,
 			rc = pod_add(e, l, ke, &pods[i]);
 	if (rc == RS_OK)
 		set64(e, &ke->del, ke->npods);
-	return tx_end(e, rc);
+	return rc;
 }
 
 static int
@@ -1393,18 +1445,24 @@ distinct(const struct kref *k, size_t n, size_t *out)
 	return RS_OK;
 }
 
+/* The new set of expect_deletions: n pod keys, d of them distinct. */
+struct podset {
+	const struct kref *pods;
+	size_t n, d;
+};
+
 /* Replacing a set frees entries and takes entries; one transaction may
  * not do both, or a rolled-back free would bring back an entry whose key
  * was overwritten (key bytes are not logged). So: two commits in one
- * lock hold, with room checked and backed before the first, so that the
- * second cannot run out of it. */
+ * lock hold (the first here, the second by with_key), with room checked
+ * and backed before the first, so that the second cannot run out of it. */
 static rs_code
-do_expect_deletions(struct rs_exp *e, const struct kref *k,
-    const struct kref *pods, size_t n, size_t d)
+op_expect_deletions(struct rs_exp *e, const struct kref *k, void *arg)
 {
+	const struct podset *ps = arg;
 	const struct exp_state *s = &e->h->s;
 	uint32_t l, m = 0;
-	uint64_t take;
+	uint64_t take, d = ps->d;
 	rs_code rc;
 
 	if ((l = key_find(e, k, NULL)) != 0)
@@ -1418,63 +1476,59 @@ do_expect_deletions(struct rs_exp *e, const struct kref *k,
 	if (take > 0 && (rc = back_entries32(e, 1,
 	    (uint32_t)(s->pod_hwm + take))) != RS_OK)
 		return rc;
-	if ((rc = undo_reserve(e, TX_BASE + TX_POD_ADD * (uint64_t)d)) != RS_OK)
+	if ((rc = undo_reserve(e, TX_BASE + TX_POD_ADD * d)) != RS_OK)
 		return rc;
 	if ((rc = tx_clear(e, k, &l, m)) != RS_OK)
 		return rc;
-	return tx_fill(e, l, pods, n, d);
+	return tx_fill(e, l, ps->pods, ps->n, ps->d);
 }
 
 rs_code
 rs_exp_expect_deletions(struct rs_exp *e, const char *key,
     const char *const *pods, size_t n)
 {
+	struct podset ps = { .n = n };
 	struct kref k, *pk = NULL;
-	size_t i, d;
+	size_t i;
 	rs_code rc;
 
 	if ((rc = kref_init(e, key, &k)) != RS_OK)
 		return rc;
 	if (n > 0 && (pk = calloc(n, sizeof *pk)) == NULL)
 		return RS_ENOMEM;
+	ps.pods = pk;
 	for (i = 0; i < n; i++)
 		if ((rc = kref_init(e, pods[i], &pk[i])) != RS_OK)
 			goto out;
-	if ((rc = distinct(pk, n, &d)) != RS_OK)
+	if ((rc = distinct(pk, n, &ps.d)) != RS_OK)
 		goto out;
-	if (d > e->f.pod_cap) {
+	if (ps.d > e->f.pod_cap) {
 		rc = RS_EFULL;
 		goto out;
 	}
-	if ((rc = lock(e)) != RS_OK)
-		goto out;
-	if ((rc = e->bad ? RS_EPARSE : RS_OK) == RS_OK)
-		rc = do_expect_deletions(e, &k, pk, n, d);
-	rc = finish(e, rc);
+	rc = with_key(e, &k, TX_SIZED, op_expect_deletions, &ps);
 	if (rc == RS_OK)
-		rs_info(4, "expectations: %s: expect %zu deletions", key, d);
+		rs_info(4, "expectations: %s: expect %zu deletions", key, ps.d);
 out:
 	free(pk);
 	return rc;
 }
 
+static rs_code
+op_lower(struct rs_exp *e, const struct kref *k, void *n)
+{
+	uint32_t l;
+
+	if ((l = key_find(e, k, NULL)) != 0)
+		set64(e, &e->ke[l - 1].add,
+		    sub64(e->ke[l - 1].add, *(const int64_t *)n));
+	return RS_OK;
+}
+
 rs_code
 rs_exp_lower_creations(struct rs_exp *e, const char *key, int64_t n)
 {
-	struct kref k;
-	uint32_t l;
-	rs_code rc;
-
-	if (n < 0)
-		return RS_EUSAGE;
-	if ((rc = kref_init(e, key, &k)) != RS_OK)
-		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL && (rc = tx_begin(e, TX_BASE)) == RS_OK &&
-	    (l = key_find(e, &k, NULL)) != 0)
-		set64(e, &e->ke[l - 1].add, sub64(e->ke[l - 1].add, n));
-	return finish(e, tx_end(e, rc));
+	return with_count(e, key, n, op_lower);
 }
 
 rs_code
@@ -1483,77 +1537,105 @@ rs_exp_creation_observed(struct rs_exp *e, const char *key)
 	return rs_exp_lower_creations(e, key, 1);
 }
 
+/* A pod key in, and whether it was awaited (its entry) out. */
+struct observed {
+	struct kref pod;
+	uint32_t found;
+};
+
+static rs_code
+op_observe(struct rs_exp *e, const struct kref *k, void *arg)
+{
+	struct observed *o = arg;
+	struct kent *ke;
+	uint32_t l;
+
+	if ((l = key_find(e, k, NULL)) == 0 ||
+	    (o->found = pod_find(e, l, &o->pod, NULL)) == 0)
+		return RS_OK;
+	ke = &e->ke[l - 1];
+	pod_remove(e, ke, o->found);
+	set64(e, &ke->del, sub64(ke->del, 1));
+	return RS_OK;
+}
+
 rs_code
 rs_exp_deletion_observed(struct rs_exp *e, const char *key, const char *pod)
 {
-	struct kref k, pk;
-	struct kent *ke;
-	uint32_t l, pl = 0;
+	struct observed o = { .found = 0 };
+	struct kref k;
 	rs_code rc;
 
 	if ((rc = kref_init(e, key, &k)) != RS_OK ||
-	    (rc = kref_init(e, pod, &pk)) != RS_OK)
+	    (rc = kref_init(e, pod, &o.pod)) != RS_OK ||
+	    (rc = with_key(e, &k, TX_SMALL, op_observe, &o)) != RS_OK)
 		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL && (rc = tx_begin(e, TX_BASE)) == RS_OK &&
-	    (l = key_find(e, &k, NULL)) != 0 &&
-	    (pl = pod_find(e, l, &pk, NULL)) != 0) {
-		ke = &e->ke[l - 1];
-		pod_remove(e, ke, pl);
-		set64(e, &ke->del, sub64(ke->del, 1));
-	}
-	rc = finish(e, tx_end(e, rc));
-	if (rc == RS_OK)
-		rs_info(4, "expectations: %s: deletion of %s %s", key, pod,
-		    pl ? "observed" : "not awaited");
-	return rc;
+	rs_info(4, "expectations: %s: deletion of %s %s", key, pod,
+	    o.found ? "observed" : "not awaited");
+	return RS_OK;
+}
+
+/* What a read needs in (the time, taken before waiting for the lock) and
+ * gives out. */
+struct reading {
+	int64_t now;
+	enum rs_exp_why why;
+	struct rs_exp_record *out;
+};
+
+static rs_code
+op_judge(struct rs_exp *e, const struct kref *k, void *arg)
+{
+	struct reading *r = arg;
+	uint32_t l;
+
+	if ((l = key_find(e, k, NULL)) != 0)
+		r->why = judge(&e->ke[l - 1], r->now);
+	return RS_OK;
 }
 
 rs_code
 rs_exp_satisfied(struct rs_exp *e, const char *key, int *ok,
     enum rs_exp_why *why)
 {
-	enum rs_exp_why w = RS_EXP_NO_RECORD;
-	int64_t now = exp_clock();
+	struct reading r = { .now = exp_clock(), .why = RS_EXP_NO_RECORD };
 	struct kref k;
-	uint32_t l;
 	rs_code rc;
 
 	*ok = 1;
-	if ((rc = kref_init(e, key, &k)) != RS_OK)
+	if ((rc = kref_init(e, key, &k)) != RS_OK ||
+	    (rc = with_key(e, &k, TX_READ, op_judge, &r)) != RS_OK)
 		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL && (l = key_find(e, &k, NULL)) != 0)
-		w = judge(&e->ke[l - 1], now);
-	if ((rc = finish(e, e->bad ? RS_EPARSE : RS_OK)) != RS_OK)
-		return rc;
-	*ok = w != RS_EXP_PENDING;
+	*ok = r.why != RS_EXP_PENDING;
 	if (why)
-		*why = w;
+		*why = r.why;
 	return RS_OK;
+}
+
+static rs_code
+op_delete(struct rs_exp *e, const struct kref *k, void *arg)
+{
+	uint32_t l, n, *where = NULL;
+	rs_code rc;
+
+	if ((l = key_find(e, k, &where)) == 0)
+		return RS_OK;
+	n = e->ke[l - 1].npods < e->f.pod_cap ? e->ke[l - 1].npods :
+	    e->f.pod_cap;
+	if ((rc = tx_begin(e, TX_BASE + TX_POD_FREE * (uint64_t)n)) == RS_OK)
+		key_remove(e, l, where);
+	return rc;
 }
 
 rs_code
 rs_exp_delete(struct rs_exp *e, const char *key)
 {
 	struct kref k;
-	uint32_t l, *where = NULL;
-	uint64_t need = TX_BASE;
 	rs_code rc;
 
 	if ((rc = kref_init(e, key, &k)) != RS_OK)
 		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL && (l = key_find(e, &k, &where)) != 0) {
-		need += TX_POD_FREE * (uint64_t)(e->ke[l - 1].npods <
-		    e->f.pod_cap ? e->ke[l - 1].npods : e->f.pod_cap);
-		if ((rc = tx_begin(e, need)) == RS_OK)
-			key_remove(e, l, where);
-	}
-	return finish(e, tx_end(e, rc));
+	return with_key(e, &k, TX_SIZED, op_delete, NULL);
 }
 
 /* ---- inspection ---- */
@@ -1626,28 +1708,28 @@ copy_record(struct rs_exp *e, uint32_t l, int64_t now,
 	return RS_OK;
 }
 
+static rs_code
+op_copy(struct rs_exp *e, const struct kref *k, void *arg)
+{
+	struct reading *r = arg;
+	uint32_t l;
+
+	if ((l = key_find(e, k, NULL)) == 0)
+		return RS_ENOTFOUND;
+	return copy_record(e, l, r->now, r->out);
+}
+
 rs_code
 rs_exp_get(struct rs_exp *e, const char *key, struct rs_exp_record *out)
 {
-	int64_t now = exp_clock();
+	struct reading r = { .now = exp_clock(), .out = out };
 	struct kref k;
-	uint32_t l = 0;
 	rs_code rc;
 
 	memset(out, 0, sizeof *out);
 	if ((rc = kref_init(e, key, &k)) != RS_OK)
 		return rc;
-	if ((rc = lock(e)) != RS_OK)
-		return rc;
-	if (e->bad == NULL)
-		l = key_find(e, &k, NULL);
-	if (e->bad)
-		rc = RS_EPARSE;
-	else if (l == 0)
-		rc = RS_ENOTFOUND;
-	else
-		rc = copy_record(e, l, now, out);
-	if ((rc = finish(e, rc)) != RS_OK)
+	if ((rc = with_key(e, &k, TX_READ, op_copy, &r)) != RS_OK)
 		rs_exp_record_free(out);
 	return rc;
 }
