@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "event.h"
-#include "json.h"
 #include "out.h"
 
 /* A line that does not fit this is surely not an object we can use. */
@@ -14,50 +13,239 @@ linebuf_free(struct linebuf *b)
 {
 	free(b->p);
 	b->p = NULL;
-	b->cap = 0;
+	b->cap = b->len = 0;
+}
+
+static int
+absent(struct rs_jspan s)
+{
+	return s.off == s.end;
+}
+
+static int
+is_ws(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Whether k is the first member named key (bit in *done): the first of a
+ * name decides, string or not, as cJSON's look-up has it; a later one of
+ * the same name is not looked at. */
+static int
+first(const struct objtext *t, struct rs_jspan k, const char *key,
+    unsigned bit, unsigned *done)
+{
+	if ((*done & bit) || !rs_jscan_keyeq(t->buf, k, key))
+		return 0;
+	*done |= bit;
+	return 1;
+}
+
+/* *out is v when v is a string. */
+static void
+string_of(const struct objtext *t, struct rs_jspan v, struct rs_jspan *out)
+{
+	if (rs_jscan_type(t->buf, v) == RS_JSTRING)
+		*out = v;
+}
+
+/* The member k: v of the object walked by md, left out with one comma:
+ * the one after it when a member follows, else the one before it (after
+ * prev_end). */
+static void
+cut(struct objtext *t, const struct rs_jiter *md, struct rs_jspan k,
+    struct rs_jspan v, int has_prev, size_t prev_end)
+{
+	size_t i = v.end;
+
+	while (i < md->end && is_ws(t->buf[i]))
+		i++;
+	if (i < md->end && t->buf[i] == ',') {
+		for (i++; i < md->end && is_ws(t->buf[i]); i++)
+			;
+		t->cut_off = k.off;
+		t->cut_end = i;
+	} else if (has_prev) {
+		t->cut_off = prev_end;
+		t->cut_end = v.end;
+	} else {
+		t->cut_off = k.off;
+		t->cut_end = v.end;
+	}
+}
+
+enum { M_NAME = 1, M_NS = 2, M_RV = 4, M_UID = 8, M_MF = 16, M_ALL = 31 };
+
+/* metadata's members; whole: walked to its end, so that the walk of the
+ * object can go on past it. */
+static void
+scan_metadata(struct objtext *t, struct rs_jiter *md, int trim, int whole)
+{
+	struct rs_jspan k, v;
+	unsigned done = trim ? 0 : M_MF;
+	size_t prev_end = 0;
+	int has_prev = 0;
+
+	while ((whole || done != M_ALL) && rs_jscan_member(md, &k, &v) == RS_OK) {
+		if (first(t, k, "managedFields", M_MF, &done))
+			cut(t, md, k, v, has_prev, prev_end);
+		else if (first(t, k, "name", M_NAME, &done))
+			string_of(t, v, &t->name);
+		else if (first(t, k, "namespace", M_NS, &done))
+			string_of(t, v, &t->ns);
+		else if (first(t, k, "resourceVersion", M_RV, &done))
+			string_of(t, v, &t->rv);
+		else if (first(t, k, "uid", M_UID, &done))
+			string_of(t, v, &t->uid);
+		prev_end = v.end;
+		has_prev = 1;
+	}
+}
+
+/* metadata, entered: scanned when an object (else only walked), then left
+ * unless the walk of the object stops here. RS_OK to go on. */
+static rs_code
+enter_metadata(struct objtext *t, struct rs_jiter *it, struct rs_jiter *md,
+    int trim, int go_on)
+{
+	struct rs_jspan v;
+
+	if (t->buf[md->start] == '{')
+		scan_metadata(t, md, trim, go_on);
+	else
+		while (rs_jscan_elem(md, &v) == RS_OK)
+			;
+	return go_on ? rs_jscan_leave(it, md, NULL) : RS_EEOF;
+}
+
+enum { T_MD = 1, T_AV = 2, T_KIND = 4, T_ALL = 7 };
+
+/* The object's members, walked in place by it; whole: to its end (it is
+ * then at the closing brace). The server writes apiVersion and kind
+ * before metadata: a watched object is seldom read past its metadata. */
+static void
+scan_object(struct objtext *t, struct rs_jiter *it, int trim,
+    const char *api_version, const char *kind, int whole)
+{
+	struct rs_jiter md;
+	struct rs_jspan k, v;
+	unsigned done = api_version ? 0 : T_AV;
+	int is_kind;
+
+	while (whole || done != T_ALL) {
+		if (rs_jscan_key(it, &k) != RS_OK)
+			break;
+		t->empty = 0;
+		if (first(t, k, "metadata", T_MD, &done) &&
+		    rs_jscan_enter(it, &md) == RS_OK) {
+			if (enter_metadata(t, it, &md, trim,
+			    whole || done != T_ALL) != RS_OK)
+				break;
+			continue;
+		}
+		is_kind = first(t, k, "kind", T_KIND, &done);
+		if (!is_kind)
+			first(t, k, "apiVersion", T_AV, &done);
+		if (rs_jscan_elem(it, &v) != RS_OK)
+			break;
+		if (is_kind)
+			string_of(t, v, &t->kind);
+	}
+	if (api_version && !(done & T_AV))
+		t->add_api_version = api_version;
+	if (kind && !(done & T_KIND))
+		t->add_kind = kind;
+}
+
+static void
+objtext_init(struct objtext *t, const char *buf)
+{
+	memset(t, 0, sizeof *t);
+	t->buf = buf;
+	t->empty = 1;
 }
 
 void
-event_prepare(cJSON *obj, int trim, const char *api_version, const char *kind)
+event_scan(struct objtext *t, const char *buf, struct rs_jspan obj,
+    int trim, const char *api_version, const char *kind)
 {
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	struct rs_jiter it;
 
-	if (trim && md)
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "managedFields");
-	if (api_version && !cJSON_HasObjectItem(obj, "apiVersion"))
-		cJSON_AddStringToObject(obj, "apiVersion", api_version);
-	if (kind && !cJSON_HasObjectItem(obj, "kind"))
-		cJSON_AddStringToObject(obj, "kind", kind);
+	objtext_init(t, buf);
+	t->obj = obj;
+	if (rs_jscan_type(buf, obj) == RS_JOBJECT &&
+	    rs_jscan_iter(&it, buf, obj) == RS_OK)
+		scan_object(t, &it, trim, api_version, kind, 0);
 }
 
 rs_code
-event_objid(const cJSON *obj, struct objid *id)
+event_scan_next(struct objtext *t, const char *buf, struct rs_jiter *items,
+    int trim, const char *api_version, const char *kind)
 {
-	const char *ns = rs_json_str(obj, "metadata", "namespace", NULL);
-	const char *name = rs_json_str(obj, "metadata", "name", NULL);
-	int n;
+	struct rs_jiter it;
+	struct rs_jspan v;
+	rs_code rc;
 
-	id->rv = rs_json_str(obj, "metadata", "resourceVersion", NULL);
-	id->uid = rs_json_str(obj, "metadata", "uid", NULL);
-	if (id->uid == NULL)
-		id->uid = "";
-	if (name == NULL || id->rv == NULL)
-		return RS_EPARSE;
-	if (ns && ns[0])
-		n = snprintf(id->key, sizeof id->key, "%s/%s", ns, name);
+	objtext_init(t, buf);
+	if ((rc = rs_jscan_enter(items, &it)) == RS_EPARSE)
+		/* not even a container: no identity, skipped */
+		return rs_jscan_elem(items, &t->obj);
+	if (rc != RS_OK)
+		return rc;
+	/* an array has no identity: walked only */
+	if (buf[it.start] == '{')
+		scan_object(t, &it, trim, api_version, kind, 1);
 	else
-		n = snprintf(id->key, sizeof id->key, "%s", name);
-	return n < 0 || (size_t)n >= sizeof id->key ? RS_ETOOBIG : RS_OK;
+		while (rs_jscan_elem(&it, &v) == RS_OK)
+			;
+	return rs_jscan_leave(items, &it, &t->obj);
 }
 
-static rs_code
-grow(struct linebuf *b)
+rs_code
+event_objid(const struct objtext *t, struct objid *id)
 {
-	size_t ncap = b->cap ? b->cap * 2 : 64 << 10;
+	size_t n = 0;
+	rs_code rc;
+
+	if (absent(t->name) || absent(t->rv))
+		return RS_EPARSE;
+	if (!absent(t->ns)) {
+		/* room for the slash */
+		rc = rs_jscan_unescape(t->buf, t->ns, id->key,
+		    sizeof id->key - 1, NULL);
+		if (rc != RS_OK)
+			return rc;
+		/* a C string, as cJSON's strings were: a \u0000 ends it */
+		if ((n = strlen(id->key)) > 0)
+			id->key[n++] = '/';
+	}
+	rc = rs_jscan_unescape(t->buf, t->name, id->key + n, sizeof id->key - n,
+	    NULL);
+	if (rc != RS_OK)
+		return rc;
+	rc = rs_jscan_unescape(t->buf, t->rv, id->rv, sizeof id->rv, NULL);
+	if (rc != RS_OK)
+		return rc;
+	id->uid[0] = '\0';
+	if (!absent(t->uid))
+		rc = rs_jscan_unescape(t->buf, t->uid, id->uid, sizeof id->uid,
+		    NULL);
+	return rc;
+}
+
+/* Room for n more bytes. */
+static rs_code
+reserve(struct linebuf *b, size_t n)
+{
+	size_t ncap = b->cap ? b->cap : 64 << 10;
 	char *np;
 
-	if (ncap > LINE_MAX_BYTES)
+	if (n > LINE_MAX_BYTES || b->len > LINE_MAX_BYTES - n)
 		return RS_ETOOBIG;
+	while (ncap - b->len < n)
+		ncap *= 2;
+	if (ncap == b->cap)
+		return RS_OK;
 	if ((np = realloc(b->p, ncap)) == NULL)
 		return RS_ENOMEM;
 	b->p = np;
@@ -65,40 +253,164 @@ grow(struct linebuf *b)
 	return RS_OK;
 }
 
-/* The envelope is written by hand around cJSON's rendering of the object,
- * straight into the reused buffer: no tree is built for it, nothing is
- * allocated per line. type and resource need no escaping (checked words). */
+/* The appenders below write into room that reserve made. */
+static void
+put(struct linebuf *b, const char *s, size_t n)
+{
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+}
+
+static void
+puts0(struct linebuf *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
+
+/* What a string of n bytes takes once quoted and escaped, at most. */
+static size_t
+quoted_max(size_t n)
+{
+	return 6 * n + 2;
+}
+
+/* s[0..n) as a JSON string, escaped as cJSON escapes: the quote, the
+ * backslash and the control characters; other bytes as they are. */
+static void
+put_quoted(struct linebuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *o = b->p + b->len;
+	unsigned char c;
+	size_t i;
+
+	*o++ = '"';
+	for (i = 0; i < n; i++) {
+		c = s[i];
+		if (c >= 0x20 && c != '"' && c != '\\') {
+			*o++ = c;
+			continue;
+		}
+		*o++ = '\\';
+		switch (c) {
+		case '"': *o++ = '"'; break;
+		case '\\': *o++ = '\\'; break;
+		case '\b': *o++ = 'b'; break;
+		case '\f': *o++ = 'f'; break;
+		case '\n': *o++ = 'n'; break;
+		case '\r': *o++ = 'r'; break;
+		case '\t': *o++ = 't'; break;
+		default:
+			memcpy(o, "u00", 3);
+			o[3] = hex[c >> 4];
+			o[4] = hex[c & 15];
+			o += 5;
+		}
+	}
+	*o++ = '"';
+	b->len = o - b->p;
+}
+
+static void
+put_member(struct linebuf *b, const char *key, const char *val)
+{
+	puts0(b, key);
+	put_quoted(b, val, strlen(val));
+}
+
+/* Drops the whitespace between tokens of p[0..*n), a validated text. */
+static void
+compact(char *p, size_t *n)
+{
+	size_t i, o = 0;
+	int in = 0;
+
+	for (i = 0; i < *n; i++) {
+		if (in) {
+			if (p[i] == '\\')
+				p[o++] = p[i++];
+			else if (p[i] == '"')
+				in = 0;
+		} else if (is_ws(p[i])) {
+			continue;
+		} else if (p[i] == '"') {
+			in = 1;
+		}
+		p[o++] = p[i];
+	}
+	*n = o;
+}
+
+/* The object's text, less the cut, with the members to add after its
+ * brace. A server that indents its JSON would break the line: a CR or LF
+ * can only be whitespace between tokens (the scanner refuses them raw in
+ * strings), and when there is one, all such whitespace goes. */
+static void
+put_object(struct linebuf *b, const struct objtext *t)
+{
+	const char *buf = t->buf;
+	size_t start = b->len, n;
+
+	put(b, "{", 1);
+	if (t->add_api_version)
+		put_member(b, "\"apiVersion\":", t->add_api_version);
+	if (t->add_api_version && t->add_kind)
+		put(b, ",", 1);
+	if (t->add_kind)
+		put_member(b, "\"kind\":", t->add_kind);
+	if ((t->add_api_version || t->add_kind) && !t->empty)
+		put(b, ",", 1);
+	if (t->cut_end > t->cut_off) {
+		put(b, buf + t->obj.off + 1, t->cut_off - t->obj.off - 1);
+		put(b, buf + t->cut_end, t->obj.end - t->cut_end);
+	} else {
+		put(b, buf + t->obj.off + 1, t->obj.end - t->obj.off - 1);
+	}
+	n = b->len - start;
+	if (memchr(b->p + start, '\n', n) || memchr(b->p + start, '\r', n)) {
+		compact(b->p + start, &n);
+		b->len = start + n;
+	}
+}
+
+/* type and resource need no escaping (checked words). */
+static void
+put_envelope(struct linebuf *b, const char *type, const char *resource,
+    int final_state_unknown)
+{
+	b->len = 0;
+	puts0(b, "{\"type\":\"");
+	puts0(b, type);
+	puts0(b, "\",\"resource\":\"");
+	puts0(b, resource);
+	puts0(b, final_state_unknown ? "\",\"final_state_unknown\":true" :
+	    "\"");
+}
+
 rs_code
 event_emit(struct linebuf *b, const char *type, const char *resource,
-    int final_state_unknown, const cJSON *obj, int flush)
+    int final_state_unknown, const struct objtext *t, int flush)
 {
+	size_t need = strlen(type) + strlen(resource) + 64;
 	rs_code rc;
-	size_t len;
-	int n;
 
-	for (;;) {
-		if (b->cap == 0 && (rc = grow(b)) != RS_OK)
-			return rc;
-		n = snprintf(b->p, b->cap, "{\"type\":\"%s\",\"resource\":\"%s\"%s%s",
-		    type, resource,
-		    final_state_unknown ? ",\"final_state_unknown\":true" : "",
-		    obj ? ",\"object\":" : "}");
-		if (n > 0 && (size_t)n + 2 < b->cap) {
-			if (obj == NULL) {
-				len = n;
-				break;
-			}
-			if (cJSON_PrintPreallocated((cJSON *)obj, b->p + n,
-			    (int)(b->cap - n - 1), 0)) {
-				len = n + strlen(b->p + n);
-				b->p[len++] = '}';
-				break;
-			}
-		}
-		if ((rc = grow(b)) != RS_OK)
-			return rc;
+	if (t) {
+		need += t->obj.end - t->obj.off + 32;
+		if (t->add_api_version)
+			need += quoted_max(strlen(t->add_api_version));
+		if (t->add_kind)
+			need += quoted_max(strlen(t->add_kind));
 	}
-	out_line(b->p, len, flush);
+	b->len = 0;
+	if ((rc = reserve(b, need)) != RS_OK)
+		return rc;
+	put_envelope(b, type, resource, final_state_unknown);
+	if (t) {
+		puts0(b, ",\"object\":");
+		put_object(b, t);
+	}
+	put(b, "}", 1);
+	out_line(b->p, b->len, flush);
 	return RS_OK;
 }
 
@@ -107,33 +419,38 @@ event_emit_gone(struct linebuf *b, const char *resource,
     const char *api_version, const char *kind, const struct seen_entry *e)
 {
 	const char *key = seen_key(e), *slash = strchr(key, '/');
-	cJSON *o = cJSON_CreateObject(), *md;
-	rs_code rc = RS_ENOMEM;
+	const char *name = slash ? slash + 1 : key;
+	size_t need = strlen(resource) + 200;
+	rs_code rc;
 
-	if (o == NULL)
-		return RS_ENOMEM;
-	if (api_version && !cJSON_AddStringToObject(o, "apiVersion", api_version))
-		goto out;
-	if (kind && !cJSON_AddStringToObject(o, "kind", kind))
-		goto out;
-	if ((md = cJSON_AddObjectToObject(o, "metadata")) == NULL)
-		goto out;
-	if (!cJSON_AddStringToObject(md, "name", slash ? slash + 1 : key))
-		goto out;
-	if (slash) {
-		cJSON *ns = cJSON_CreateString(key);
-
-		if (ns == NULL)
-			goto out;
-		ns->valuestring[slash - key] = '\0';
-		cJSON_AddItemToObject(md, "namespace", ns);
+	need += quoted_max(strlen(key)) + quoted_max(strlen(seen_uid(e))) +
+	    quoted_max(strlen(seen_rv(e)));
+	if (api_version)
+		need += quoted_max(strlen(api_version));
+	if (kind)
+		need += quoted_max(strlen(kind));
+	b->len = 0;
+	if ((rc = reserve(b, need)) != RS_OK)
+		return rc;
+	put_envelope(b, "DELETED", resource, 1);
+	puts0(b, ",\"object\":{");
+	if (api_version) {
+		put_member(b, "\"apiVersion\":", api_version);
+		put(b, ",", 1);
 	}
-	if (seen_uid(e)[0] && !cJSON_AddStringToObject(md, "uid", seen_uid(e)))
-		goto out;
-	if (!cJSON_AddStringToObject(md, "resourceVersion", seen_rv(e)))
-		goto out;
-	rc = event_emit(b, "DELETED", resource, 1, o, 0);
-out:
-	cJSON_Delete(o);
-	return rc;
+	if (kind) {
+		put_member(b, "\"kind\":", kind);
+		put(b, ",", 1);
+	}
+	put_member(b, "\"metadata\":{\"name\":", name);
+	if (slash) {
+		puts0(b, ",\"namespace\":");
+		put_quoted(b, key, slash - key);
+	}
+	if (seen_uid(e)[0])
+		put_member(b, ",\"uid\":", seen_uid(e));
+	put_member(b, ",\"resourceVersion\":", seen_rv(e));
+	puts0(b, "}}}");
+	out_line(b->p, b->len, 0);
+	return RS_OK;
 }

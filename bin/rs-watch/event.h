@@ -3,41 +3,68 @@
  *   {"type":"DELETED","resource":"pods","final_state_unknown":true,"object":{...}}
  *   {"type":"SYNCED","resource":"pods"}
  * Objects lose metadata.managedFields unless asked not to, and get the
- * apiVersion and kind that list responses leave out of their items. */
+ * apiVersion and kind that list responses leave out of their items.
+ *
+ * No tree is built: an object is scanned (jscan.h) in the text it came in,
+ * and its line is the envelope written by hand around the object's own
+ * bytes, less the managedFields member, with the members to add written
+ * after its opening brace. */
 #ifndef RS_WATCH_EVENT_H
 #define RS_WATCH_EVENT_H
 
 #include <stddef.h>
-#include <cJSON.h>
 
 #include "code.h"
+#include "jscan.h"
 #include "seen.h"
 
 /* A growing buffer for rendering lines, one per thread. */
 struct linebuf {
 	char *p;
-	size_t cap;
+	size_t cap, len;
 };
 
 void linebuf_free(struct linebuf *b);
 
-/* Removes metadata.managedFields; adds apiVersion and kind when absent
- * (and known: NULL leaves them absent). */
-void event_prepare(cJSON *obj, int trim, const char *api_version,
+/* An object found in a validated text, and how it is to be printed. Spans
+ * that were not found are empty (off == end). */
+struct objtext {
+	const char *buf;
+	struct rs_jspan obj;
+	size_t cut_off, cut_end;         /* left out: managedFields, a comma
+	                                    (equal: nothing) */
+	const char *add_api_version;     /* written after the brace, or NULL */
+	const char *add_kind;
+	int empty;                       /* no member of its own */
+	struct rs_jspan kind;            /* its kind, when a string */
+	struct rs_jspan name, ns, rv, uid;   /* metadata's, when strings */
+};
+
+/* Scans obj, an object in buf that rs_jscan validated: its identity, the
+ * cut of metadata.managedFields (trim), and the apiVersion and kind to add
+ * when it lacks them (NULL: never). */
+void event_scan(struct objtext *t, const char *buf, struct rs_jspan obj,
+    int trim, const char *api_version, const char *kind);
+/* The same for the next element of items (a list's), walked once: the
+ * walk finds its end. RS_OK (an element that is no object has no
+ * identity), RS_EEOF after the last, RS_EPARSE. */
+rs_code event_scan_next(struct objtext *t, const char *buf,
+    struct rs_jiter *items, int trim, const char *api_version,
     const char *kind);
 
-/* The identity of an object: its key (namespace/name, or name), uid and
- * resourceVersion, pointing into obj. RS_EPARSE without a name or rv. */
+/* The identity of an object: its key (namespace/name, or name), uid ("" if
+ * none) and resourceVersion. RS_EPARSE without a name or rv, RS_ETOOBIG
+ * when one does not fit. */
 struct objid {
 	char key[512];
-	const char *uid, *rv;
+	char rv[256], uid[256];
 };
-rs_code event_objid(const cJSON *obj, struct objid *id);
+rs_code event_objid(const struct objtext *t, struct objid *id);
 
-/* Renders and writes one line (obj NULL: no object, as SYNCED); flush:
+/* Renders and writes one line (t NULL: no object, as SYNCED); flush:
  * write it out now. */
 rs_code event_emit(struct linebuf *b, const char *type, const char *resource,
-    int final_state_unknown, const cJSON *obj, int flush);
+    int final_state_unknown, const struct objtext *t, int flush);
 /* DELETED with final_state_unknown, for an entry whose object is gone:
  * {"apiVersion","kind","metadata":{"name","namespace","uid","resourceVersion"}}. */
 rs_code event_emit_gone(struct linebuf *b, const char *resource,

@@ -6,10 +6,19 @@
 #include <string.h>
 
 #include "clock.h"
-#include "json.h"
+#include "jscan.h"
 #include "log.h"
 #include "out.h"
 #include "reflector.h"
+
+/* ASan: gcc says so with __SANITIZE_ADDRESS__, clang with a feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RS_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RS_ASAN 1
+#endif
+#endif
 
 /* After this many expired continue tokens in one list, the next attempt
  * asks for everything at once, as client-go's pager does on the first. */
@@ -81,17 +90,17 @@ emit_gone(void *arg, const struct seen_entry *e)
  * resourceVersion is MODIFIED, a new uid under the same name is the old
  * object's deletion (final state unknown) and an ADDED. */
 static rs_code
-list_item(struct reflector *r, cJSON *item)
+list_item(struct reflector *r, const struct objtext *t)
 {
 	struct seen_entry *e;
 	struct objid id;
 	const char *type = NULL;
 	rs_code rc;
 
-	event_prepare(item, r->o->trim, r->api_version,
-	    r->kind[0] ? r->kind : NULL);
-	if ((rc = event_objid(item, &id)) != RS_OK) {
-		rs_warn("skipping a listed %s without name or resourceVersion",
+	if ((rc = event_objid(t, &id)) != RS_OK) {
+		rs_warn(rc == RS_ETOOBIG ? "skipping a listed %s with a name, "
+		    "uid or resourceVersion too long" :
+		    "skipping a listed %s without name or resourceVersion",
 		    r->res.plural);
 		return RS_OK;
 	}
@@ -106,7 +115,7 @@ list_item(struct reflector *r, cJSON *item)
 		type = "MODIFIED";
 	else if (r->ls.snap_from && e->mark < r->ls.snap_from)
 		type = "MODIFIED";
-	if (type && (rc = event_emit(&r->buf, type, r->res.plural, 0, item,
+	if (type && (rc = event_emit(&r->buf, type, r->res.plural, 0, t,
 	    0)) != RS_OK)
 		return rc;
 	r->ls.items++;
@@ -115,13 +124,14 @@ list_item(struct reflector *r, cJSON *item)
 
 /* The kind of the items: "PodList" gives "Pod". */
 static void
-learn_kind(struct reflector *r, const cJSON *list)
+learn_kind(struct reflector *r, const char *body, struct rs_jspan kind)
 {
-	const char *k = rs_json_str(list, "kind", NULL);
+	char k[sizeof r->kind + 4];
 	size_t n;
 
-	if (r->kind[0] || k == NULL || (n = strlen(k)) <= 4 ||
-	    strcmp(k + n - 4, "List") != 0 || n - 4 >= sizeof r->kind)
+	if (r->kind[0] || rs_jscan_type(body, kind) != RS_JSTRING ||
+	    rs_jscan_unescape(body, kind, k, sizeof k, NULL) != RS_OK ||
+	    (n = strlen(k)) <= 4 || strcmp(k + n - 4, "List") != 0)
 		return;
 	memcpy(r->kind, k, n - 4);
 	r->kind[n - 4] = '\0';
@@ -145,13 +155,83 @@ list_done(struct reflector *r, const char *rv)
 	return RS_OK;
 }
 
+/* The parts of a list response, each the first member of its name. */
+struct listparts {
+	struct rs_jspan kind, rv, cont;
+};
+
+static void
+list_parts(const char *body, struct rs_jspan list, struct listparts *lp)
+{
+	struct rs_jspan md;
+
+	memset(lp, 0, sizeof *lp);
+	rs_jscan_find(body, list, "kind", &lp->kind);
+	if (rs_jscan_find(body, list, "metadata", &md) != RS_OK)
+		return;
+	if (rs_jscan_find(body, md, "resourceVersion", &lp->rv) != RS_OK ||
+	    rs_jscan_type(body, lp->rv) != RS_JSTRING)
+		lp->rv.off = lp->rv.end = 0;
+	if (rs_jscan_find(body, md, "continue", &lp->cont) != RS_OK ||
+	    rs_jscan_type(body, lp->cont) != RS_JSTRING)
+		lp->cont.off = lp->cont.end = 0;
+}
+
+/* The items, to be walked in place (the array is not skipped over first
+ * to find its end): the first member named items, when an array. */
+static int
+list_items(const char *body, struct rs_jspan list, struct rs_jiter *items)
+{
+	struct rs_jiter it;
+	struct rs_jspan k, v;
+
+	if (rs_jscan_iter(&it, body, list) != RS_OK)
+		return 0;
+	while (rs_jscan_key(&it, &k) == RS_OK) {
+		if (rs_jscan_keyeq(body, k, "items"))
+			return rs_jscan_enter(&it, items) == RS_OK &&
+			    body[items->start] == '[';
+		if (rs_jscan_elem(&it, &v) != RS_OK)
+			return 0;
+	}
+	return 0;
+}
+
+/* The continue token, unescaped into a string of its own; NULL when none
+ * or empty, *rc set on failure. */
+static char *
+list_cont(const char *body, struct rs_jspan cont, rs_code *rc)
+{
+	size_t n = cont.end - cont.off;
+	char *c;
+
+	*rc = RS_OK;
+	if (n <= 2)
+		return NULL;
+	/* unescaped, a string is never longer than its text */
+	if ((c = malloc(n)) == NULL) {
+		*rc = RS_ENOMEM;
+		return NULL;
+	}
+	if ((*rc = rs_jscan_unescape(body, cont, c, n, NULL)) != RS_OK ||
+	    c[0] == '\0') {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
 /* One page: fetch, print, remember where the next one starts. *more is
- * set when there is a next page. */
+ * set when there is a next page. The body is checked whole before any
+ * item of it is printed; then the items are read from it one by one. */
 static rs_code
 list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 {
-	cJSON *list = NULL, *item;
-	const char *cont, *rv;
+	struct listparts lp;
+	struct rs_jspan list;
+	struct rs_jiter items;
+	struct objtext t;
+	char rv[sizeof r->rv];
 	char *url;
 	rs_code rc;
 
@@ -163,35 +243,36 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 	if (rc != RS_OK)
 		return rc;
 	if (resp->body == NULL ||
-	    rs_json_parse(resp->body, resp->len, &list, NULL) != RS_OK) {
+	    rs_jscan_doc(resp->body, resp->len, &list, NULL) != RS_OK) {
 		snprintf(resp->status.message, sizeof resp->status.message,
 		    "the list response is not JSON");
 		return RS_EPARSE;
 	}
-	rv = rs_json_str(list, "metadata", "resourceVersion", NULL);
-	if (rv == NULL || rv[0] == '\0') {
+	list_parts(resp->body, list, &lp);
+	rc = lp.rv.off == lp.rv.end ? RS_EPARSE :
+	    rs_jscan_unescape(resp->body, lp.rv, rv, sizeof rv, NULL);
+	if (rc != RS_OK || rv[0] == '\0') {
 		snprintf(resp->status.message, sizeof resp->status.message,
-		    "the list response has no resourceVersion");
-		rc = RS_EPARSE;
-		goto out;
+		    rc == RS_ETOOBIG ? "the list response's resourceVersion is "
+		    "too long" : "the list response has no resourceVersion");
+		return RS_EPARSE;
 	}
-	learn_kind(r, list);
-	cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "items"))
-		if ((rc = list_item(r, item)) != RS_OK)
-			goto out;
+	learn_kind(r, resp->body, lp.kind);
+	if (list_items(resp->body, list, &items))
+		while (event_scan_next(&t, resp->body, &items, r->o->trim,
+		    r->api_version, r->kind[0] ? r->kind : NULL) == RS_OK)
+			if ((rc = list_item(r, &t)) != RS_OK)
+				return rc;
 	r->ls.pages++;
-	cont = rs_json_str(list, "metadata", "continue", NULL);
 	free(r->ls.cont);
-	r->ls.cont = NULL;
-	*more = cont && cont[0];
-	if (*more) {
-		if ((r->ls.cont = strdup(cont)) == NULL)
-			rc = RS_ENOMEM;
+	r->ls.cont = list_cont(resp->body, lp.cont, &rc);
+	if (rc != RS_OK)
+		return rc;
+	*more = r->ls.cont != NULL;
+	if (*more)
 		out_flush();
-	} else
+	else
 		rc = list_done(r, rv);
-out:
-	cJSON_Delete(list);
 	return rc;
 }
 
@@ -220,8 +301,12 @@ list_run(struct reflector *r, struct rs_kresp *resp)
 		rs_kresp_free(resp);
 		memset(resp, 0, sizeof *resp);
 	}
-	/* A page's body and tree took megabytes that the watch never needs
-	 * again: hand them back rather than keep them resident for good. */
+	/* A page's body took megabytes that the watch never needs again:
+	 * hand them back rather than keep them resident for good. Not under
+	 * a sanitizer: its allocator is not glibc's, whose arenas the first
+	 * malloc_trim would set up, racing the other threads' (a crash). */
+#ifndef RS_ASAN
 	malloc_trim(0);
+#endif
 	return RS_OK;
 }

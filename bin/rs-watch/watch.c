@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "jscan.h"
 #include "json.h"
 #include "log.h"
 #include "reflector.h"
@@ -33,22 +34,26 @@ on_error(struct stream *s, const cJSON *obj)
 }
 
 static rs_code
-on_object(struct stream *s, const char *type, cJSON *obj)
+on_object(struct stream *s, const char *type, const char *line,
+    struct rs_jspan obj)
 {
 	struct reflector *r = s->r;
+	struct objtext t;
 	struct objid id;
-	const char *kind;
 	rs_code rc;
 
-	event_prepare(obj, r->o->trim, NULL, NULL);
-	if ((rc = event_objid(obj, &id)) != RS_OK) {
-		snprintf(s->end->why, sizeof s->end->why,
+	event_scan(&t, line, obj, r->o->trim, NULL, NULL);
+	if ((rc = event_objid(&t, &id)) != RS_OK) {
+		snprintf(s->end->why, sizeof s->end->why, rc == RS_ETOOBIG ?
+		    "a %s event with a name, uid or resourceVersion too long" :
 		    "a %s event without name or resourceVersion", type);
 		return RS_EPARSE;
 	}
-	if (r->kind[0] == '\0' && (kind = rs_json_str(obj, "kind", NULL)))
-		snprintf(r->kind, sizeof r->kind, "%s", kind);
-	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, obj, 1)) != RS_OK)
+	if (r->kind[0] == '\0' && t.kind.off != t.kind.end &&
+	    rs_jscan_unescape(line, t.kind, r->kind, sizeof r->kind,
+	    NULL) != RS_OK)
+		r->kind[0] = '\0';
+	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t, 1)) != RS_OK)
 		return rc;
 	if (type[0] == 'D')
 		seen_del(&r->seen, id.key);
@@ -59,42 +64,99 @@ on_object(struct stream *s, const char *type, cJSON *obj)
 	return RS_OK;
 }
 
-/* A line the stream cannot be trusted past ends it: the next watch starts
- * again from the last event applied, so nothing is skipped. */
+/* The rare events go through a tree: an ERROR's Status. */
 static rs_code
-on_line(void *arg, char *line, size_t len)
+on_error_text(struct stream *s, const char *line, struct rs_jspan obj)
 {
-	struct stream *s = arg;
-	const char *type, *rv;
-	cJSON *ev = NULL, *obj;
-	rs_code rc = RS_OK;
+	cJSON *o = NULL;
+	rs_code rc;
 
-	if (rs_json_parse(line, len, &ev, NULL) != RS_OK) {
+	if (rs_json_parse(line + obj.off, obj.end - obj.off, &o, NULL) !=
+	    RS_OK) {
 		snprintf(s->end->why, sizeof s->end->why,
 		    "a watch event that is not JSON");
 		return RS_EPARSE;
 	}
-	type = rs_json_str(ev, "type", NULL);
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	if (type == NULL || !cJSON_IsObject(obj)) {
+	rc = on_error(s, o);
+	cJSON_Delete(o);
+	return rc;
+}
+
+static void
+on_bookmark(struct stream *s, const char *line, struct rs_jspan obj)
+{
+	struct rs_jspan v;
+	char rv[sizeof s->r->rv];
+
+	/* moves the resume point; nothing to print */
+	if (rs_jscan_get(line, obj, &v, "metadata", "resourceVersion",
+	    NULL) == RS_OK && rs_jscan_type(line, v) == RS_JSTRING &&
+	    rs_jscan_unescape(line, v, rv, sizeof rv, NULL) == RS_OK)
+		memcpy(s->r->rv, rv, sizeof rv);
+}
+
+/* The event's type and object: the first member of each name, as cJSON's
+ * look-up found them. */
+static void
+envelope(const char *line, struct rs_jspan ev, struct rs_jspan *type,
+    struct rs_jspan *obj)
+{
+	struct rs_jiter it;
+	struct rs_jspan k, v;
+	int got_type = 0, got_obj = 0;
+
+	type->off = type->end = obj->off = obj->end = 0;
+	if (rs_jscan_iter(&it, line, ev) != RS_OK)
+		return;
+	while ((!got_type || !got_obj) && rs_jscan_member(&it, &k, &v) == RS_OK)
+		if (!got_type && rs_jscan_keyeq(line, k, "type")) {
+			got_type = 1;
+			if (rs_jscan_type(line, v) == RS_JSTRING)
+				*type = v;
+		} else if (!got_obj && rs_jscan_keyeq(line, k, "object")) {
+			got_obj = 1;
+			if (rs_jscan_type(line, v) == RS_JOBJECT)
+				*obj = v;
+		}
+}
+
+/* A line the stream cannot be trusted past ends it: the next watch starts
+ * again from the last event applied, so nothing is skipped. The line is
+ * checked whole before anything of it is used, so that nothing is printed
+ * of a line that turns out to be malformed. */
+static rs_code
+on_line(void *arg, char *line, size_t len)
+{
+	struct stream *s = arg;
+	struct rs_jspan ev, tv, obj;
+	char type[64];
+	rs_code rc = RS_OK;
+
+	if (rs_jscan_doc(line, len, &ev, NULL) != RS_OK) {
+		snprintf(s->end->why, sizeof s->end->why,
+		    "a watch event that is not JSON");
+		return RS_EPARSE;
+	}
+	envelope(line, ev, &tv, &obj);
+	if (tv.off == tv.end || obj.off == obj.end) {
 		snprintf(s->end->why, sizeof s->end->why,
 		    "a watch event without type or object");
-		rc = RS_EPARSE;
-	} else if (strcmp(type, "ERROR") == 0) {
-		rc = on_error(s, obj);
+		return RS_EPARSE;
+	}
+	/* a type too long for this is none we know: what fits is shown */
+	rs_jscan_unescape(line, tv, type, sizeof type, NULL);
+	if (strcmp(type, "ERROR") == 0) {
+		rc = on_error_text(s, line, obj);
 	} else if (strcmp(type, "BOOKMARK") == 0) {
-		/* moves the resume point; nothing to print */
-		if ((rv = rs_json_str(obj, "metadata", "resourceVersion", NULL)))
-			snprintf(s->r->rv, sizeof s->r->rv, "%s", rv);
+		on_bookmark(s, line, obj);
 	} else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
 	    strcmp(type, "DELETED") == 0) {
-		rc = on_object(s, type, obj);
+		rc = on_object(s, type, line, obj);
 	} else {
 		rs_warn("ignoring a watch event of unknown type '%.32s'", type);
 	}
 	if (rc == RS_OK)
 		s->end->events++;
-	cJSON_Delete(ev);
 	return rc;
 }
 

@@ -14,7 +14,7 @@ FLDLIBS   := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
 LIB_OBJ   := $(patsubst %.c,$(FB)/obj/%.o,$(wildcard libcommon/*.c))
 SYNC_OBJ  := $(patsubst %.c,$(FB)/obj/%.o,$(filter-out bin/rs-sync/main.c,$(wildcard bin/rs-sync/*.c)))
-TARGETS   := events intent queue_proto selector kubeconfig
+TARGETS   := events intent queue_proto selector kubeconfig jscan
 
 all: $(TARGETS:%=$(FB)/fuzz_%)
 
@@ -25,6 +25,7 @@ $(FB)/obj/%.o: %.c
 $(FB)/obj/tests/fuzz/fuzz_events.o: FCFLAGS += -Ibin/rs-sync
 $(FB)/obj/tests/fuzz/fuzz_intent.o: FCFLAGS += -Ibin/rs-apply
 $(FB)/obj/tests/fuzz/fuzz_queue_proto.o: FCFLAGS += -Ibin/rs-queue
+$(FB)/obj/tests/fuzz/fuzz_jscan.o: FCFLAGS += -Ibin/rs-watch
 
 define link
 	@mkdir -p $(dir $@)
@@ -40,6 +41,8 @@ $(FB)/fuzz_queue_proto: $(FB)/obj/tests/fuzz/fuzz_queue_proto.o $(FB)/obj/bin/rs
 $(FB)/fuzz_selector: $(FB)/obj/tests/fuzz/fuzz_selector.o $(LIB_OBJ)
 	$(link)
 $(FB)/fuzz_kubeconfig: $(FB)/obj/tests/fuzz/fuzz_kubeconfig.o $(LIB_OBJ)
+	$(link)
+$(FB)/fuzz_jscan: $(FB)/obj/tests/fuzz/fuzz_jscan.o $(FB)/obj/bin/rs-watch/event.o $(LIB_OBJ)
 	$(link)
 
 -include $(shell find $(FB)/obj -name '*.d' 2>/dev/null)

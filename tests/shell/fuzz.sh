@@ -1,8 +1,9 @@
 #!/bin/bash
 # Fuzz smoke: every fuzz target (tests/fuzz/: the event decoder, the intent
 # decoder, the queue protocol parser, the selector parser, the kubeconfig
-# loader) builds with libFuzzer, ASan and UBSan and runs FUZZ_SMOKE_SECONDS
-# (5) without a crash. `make fuzz` runs them longer (tests/fuzz/run).
+# loader, the JSON scanner with rs-watch's rendering) builds with libFuzzer,
+# ASan and UBSan and runs FUZZ_SMOKE_SECONDS (5) without a crash. `make
+# fuzz` runs them longer (tests/fuzz/run).
 . "$(dirname "$0")/lib.sh"
 
 FUZZ_SMOKE_SECONDS=${FUZZ_SMOKE_SECONDS:-5}
@@ -17,7 +18,7 @@ test_fuzz_smoke() {
     return
   fi
   assertEquals "tests/fuzz/run exit status" 0 "$rc"
-  for t in events intent queue_proto selector kubeconfig; do
+  for t in events intent queue_proto selector kubeconfig jscan; do
     line=$(grep "^fuzz $t:" "$TMP/fuzz.out")
     runs=$(echo "$line" | sed -E 's/^fuzz [a-z_]+: ([0-9]+) executions.*/\1/')
     assertTrue "$t ran: $line" "[ -n '$runs' ] && [ '$runs' -gt 100 ] 2>/dev/null"
