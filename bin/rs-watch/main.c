@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kube.h"
+#include "clientflags.h"
 #include "kubeconfig.h"
 #include "flag.h"
 #include "log.h"
@@ -66,11 +67,10 @@ USAGE
 
 enum {
 	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
-	OPT_BO_MAX, OPT_BO_RESET, OPT_KUBECONFIG, OPT_CONTEXT, OPT_MASTER,
-	OPT_QPS, OPT_BURST, OPT_LOGFMT,
+	OPT_BO_MAX, OPT_BO_RESET,
 };
 
-static const struct option longopts[] = {
+static const struct option own_opts[] = {
 	{ "namespace", required_argument, NULL, 'n' },
 	{ "selector", required_argument, NULL, 'l' },
 	{ "field-selector", required_argument, NULL, OPT_FIELD },
@@ -80,21 +80,13 @@ static const struct option longopts[] = {
 	{ "backoff-initial", required_argument, NULL, OPT_BO_INIT },
 	{ "backoff-max", required_argument, NULL, OPT_BO_MAX },
 	{ "backoff-reset", required_argument, NULL, OPT_BO_RESET },
-	{ "kubeconfig", required_argument, NULL, OPT_KUBECONFIG },
-	{ "context", required_argument, NULL, OPT_CONTEXT },
-	{ "master", required_argument, NULL, OPT_MASTER },
-	{ "kube-api-qps", required_argument, NULL, OPT_QPS },
-	{ "kube-api-burst", required_argument, NULL, OPT_BURST },
-	{ "v", required_argument, NULL, 'v' },
-	{ "log-format", required_argument, NULL, OPT_LOGFMT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct flags {
 	struct watch_opts wo;
-	struct rs_kube_config_opts ko;
-	struct rs_kube_opts kopts;
+	struct rs_client_flags cf;
 	const char *label, *field;
 };
 
@@ -127,8 +119,8 @@ ns_ok(const char *s)
 static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
-	double qps;
-	char *end;
+	struct option *longopts = rs_flags_longopts(own_opts,
+	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE);
 	int c;
 
 	while ((c = getopt_long(argc, argv, "n:l:v:h", longopts, NULL)) != -1) {
@@ -160,30 +152,12 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_BO_RESET:
 			f->wo.bo_reset = rs_flag_duration(optarg, "--backoff-reset");
 			break;
-		case OPT_KUBECONFIG: f->ko.kubeconfig = optarg; break;
-		case OPT_CONTEXT: f->ko.context = optarg; break;
-		case OPT_MASTER: f->ko.master = optarg; break;
-		case OPT_QPS:
-			qps = strtod(optarg, &end);
-			if (end == optarg || *end || !(qps >= 0 && qps < 1e9))
-				rs_flag_fail("invalid value for %s", "--kube-api-qps");
-			f->kopts.qps = qps;
-			break;
-		case OPT_BURST:
-			f->kopts.burst = rs_flag_long(optarg, 1, 1000000, "--kube-api-burst");
-			break;
-		case 'v':
-			rs_log_set_verbosity(rs_flag_long(optarg, 0, 10, "-v"));
-			break;
-		case OPT_LOGFMT:
-			if (rs_log_set_format(optarg) != 0)
-				rs_flag_fail("unknown log format '%s' (text or json)", optarg);
-			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
 		default:
-			rs_flag_fail("%s", "invalid flag");
+			if (!rs_flags_common(c, optarg, &f->cf))
+				rs_flag_fail("%s", "invalid flag");
 		}
 	}
 	if (optind >= argc)
@@ -271,7 +245,7 @@ main(int argc, char **argv)
 		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
 		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
 		    .bo_reset = 120000000000LL },
-		.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
+		.cf.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
 		    .user_agent = "rs-watch/0.1" },
 	};
 	struct rs_kube_config *cfg;
@@ -289,10 +263,10 @@ main(int argc, char **argv)
 	f.wo.label_q = escape_or_die(f.label);
 	f.wo.field_q = escape_or_die(f.field);
 
-	if ((rc = rs_kube_config_load(&f.ko, &cfg)) != RS_OK)
+	if ((rc = rs_kube_config_load(&f.cf.ko, &cfg)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to load the API configuration: %s",
 		    rs_strerror(rc));
-	if ((rc = rs_kube_new(cfg, &f.kopts, &f.wo.kube)) != RS_OK)
+	if ((rc = rs_kube_new(cfg, &f.cf.kopts, &f.wo.kube)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to set up the API client: %s",
 		    rs_strerror(rc));
 
