@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jscan.h"
+#include "utf8.h"
 
 typedef const unsigned char uchar;
 
@@ -138,32 +139,15 @@ escape(uchar *p, size_t end, size_t *i, unsigned *cp)
 	return RS_OK;
 }
 
-/* One UTF-8 sequence at p[*i] (not ASCII), as json.c's check has it. */
+/* One UTF-8 sequence at p[*i] (not ASCII): *i past it. */
 static rs_code
 utf8(uchar *p, size_t len, size_t *i)
 {
-	size_t n, k, at = *i;
-	unsigned c = p[at], min;
+	size_t n = rs_utf8_seq(p + *i, len - *i);
 
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 1; c &= 0x1f; min = 0x80;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 2; c &= 0x0f; min = 0x800;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 3; c &= 0x07; min = 0x10000;
-	} else {
+	if (n == 0)
 		return RS_EPARSE;
-	}
-	if (len - at <= n)
-		return RS_EPARSE;
-	for (k = 1; k <= n; k++) {
-		if ((p[at + k] & 0xc0) != 0x80)
-			return RS_EPARSE;
-		c = c << 6 | (p[at + k] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return RS_EPARSE;
-	*i = at + n + 1;
+	*i += n;
 	return RS_OK;
 }
 

@@ -4,42 +4,20 @@
 #include <string.h>
 
 #include "json.h"
+#include "utf8.h"
 
 /* JSON text is UTF-8 (RFC 8259) and cJSON passes any byte through: check
  * it here, so that a name or label of invalid bytes is bad input, not a key.
- * Returns len when valid, else the offset of the first bad byte. RFC 3629:
- * no overlong forms, no surrogates, nothing above U+10FFFF. */
+ * Returns len when valid, else the offset of the first bad byte. */
 static size_t
 utf8_check(const unsigned char *p, size_t len)
 {
-	size_t i = 0, n, k;
-	unsigned c, min;
+	size_t i = 0, n;
 
 	while (i < len) {
-		c = p[i];
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf) {
-			n = 1; c &= 0x1f; min = 0x80;
-		} else if (c >= 0xe0 && c <= 0xef) {
-			n = 2; c &= 0x0f; min = 0x800;
-		} else if (c >= 0xf0 && c <= 0xf4) {
-			n = 3; c &= 0x07; min = 0x10000;
-		} else {
+		if ((n = rs_utf8_seq(p + i, len - i)) == 0)
 			return i;
-		}
-		if (len - i <= n)
-			return i;
-		for (k = 1; k <= n; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return i;
-			c = c << 6 | (p[i + k] & 0x3f);
-		}
-		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-			return i;
-		i += n + 1;
+		i += n;
 	}
 	return len;
 }
