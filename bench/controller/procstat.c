@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "../procfs.h"
 
 struct proc {
 	int pid;
@@ -54,50 +55,6 @@ static size_t pages_cap, pages_len;
 static volatile sig_atomic_t stopping;
 
 static void on_term(int sig) { (void)sig; stopping = 1; }
-
-static ssize_t
-read_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n >= 0)
-		buf[n] = '\0';
-	return n;
-}
-
-/* utime + stime, fields 14 and 15; the command name (field 2) may hold
- * spaces and parentheses, so fields are counted from its last ')'. */
-static int
-read_ticks(int pid, unsigned long long *out)
-{
-	char path[64], buf[2048], *p;
-	unsigned long long ut, st;
-
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof buf) <= 0 ||
-	    (p = strrchr(buf, ')')) == NULL)
-		return -1;
-	/* after ") ": state(3) ppid pgrp session tty tpgid flags minflt
-	 * cminflt majflt cmajflt utime(14) stime(15) */
-	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-	    &ut, &st) != 2)
-		return -1;
-	*out = ut + st;
-	return 0;
-}
-
-static long
-status_kb(const char *buf, const char *field)
-{
-	const char *p = strstr(buf, field);
-
-	return p ? strtol(p + strlen(field), NULL, 10) : -1;
-}
 
 static void
 pages_clear(void)
@@ -209,22 +166,22 @@ file_pages(int pid)
 static int
 sample(struct proc *p)
 {
-	char path[64], buf[4096];
+	char buf[4096];
 	unsigned long long t;
 	long rss, hwm;
 
 	if (!p->alive)
 		return 0;
-	snprintf(path, sizeof path, "/proc/%d/status", p->pid);
-	if (read_ticks(p->pid, &t) < 0 || read_file(path, buf, sizeof buf) <= 0 ||
-	    (rss = status_kb(buf, "\nVmRSS:")) < 0 ||
-	    (hwm = status_kb(buf, "\nVmHWM:")) < 0) {
+	if (proc_ticks(p->pid, &t) < 0 ||
+	    proc_read(p->pid, "status", buf, sizeof buf) <= 0 ||
+	    (rss = proc_status_kb(buf, "\nVmRSS:")) < 0 ||
+	    (hwm = proc_status_kb(buf, "\nVmHWM:")) < 0) {
 		p->alive = 0;    /* exited, or a zombie without memory */
 		p->rss_kb = 0;
 		p->anon_kb = 0;
 		return 0;
 	}
-	p->anon_kb = status_kb(buf, "\nRssAnon:");
+	p->anon_kb = proc_status_kb(buf, "\nRssAnon:");
 	p->ticks = t;
 	p->rss_kb = rss;
 	p->hwm_kb = hwm;

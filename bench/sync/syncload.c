@@ -32,6 +32,7 @@
 #include "log.h"
 #include "queue_client.h"
 #include "strmap.h"
+#include "../procfs.h"
 
 struct load {
 	struct rs_queue *q;
@@ -52,43 +53,21 @@ check(rs_code rc, const char *what)
 static double
 cpu_s(int pid)
 {
-	char path[64], buf[2048], *p;
-	unsigned long long ut, st;
-	ssize_t n;
-	int fd;
+	unsigned long long t;
 
-	snprintf(path, sizeof path, "/proc/%d/stat", pid);
-	if ((fd = open(path, O_RDONLY)) < 0)
+	if (proc_ticks(pid, &t) < 0)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 2,
-	    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-	    &st) != 2)
-		return -1;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	return (double)t / (double)sysconf(_SC_CLK_TCK);
 }
 
 static long
 rss_kb(int pid)
 {
-	char path[64], buf[4096], *p;
-	ssize_t n;
-	int fd;
+	char buf[4096];
 
-	snprintf(path, sizeof path, "/proc/%d/status", pid);
-	if ((fd = open(path, O_RDONLY)) < 0)
+	if (proc_read(pid, "status", buf, sizeof buf) <= 0)
 		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, "\nVmRSS:");
-	return p ? strtol(p + 7, NULL, 10) : -1;
+	return proc_status_kb(buf, "\nVmRSS:");
 }
 
 static int

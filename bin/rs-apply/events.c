@@ -34,7 +34,6 @@ struct ew {
 };
 
 static struct rs_strmap writes;   /* name -> ew, queued or in flight */
-static size_t nwrites;
 static struct ew *head, *tail;     /* waiting to be written */
 static struct ew *inflight;
 static long long last_ns;
@@ -68,7 +67,6 @@ static void
 ew_free(struct ew *w)
 {
 	rs_strmap_del(&writes, w->name);
-	nwrites--;
 	free(w->name);
 	free(w->ns);
 	cJSON_Delete(w->event);
@@ -192,7 +190,7 @@ write_event(struct corr_result *r)
 		ew_merge(w, r);
 		return;
 	}
-	if (nwrites >= MAX_PENDING) {
+	if (writes.len >= MAX_PENDING) {
 		if (dropped++ % 100 == 0)
 			rs_warn("too many events waiting to be written: "
 			    "dropped %lu so far", dropped);
@@ -205,7 +203,6 @@ write_event(struct corr_result *r)
 	    rs_strmap_put(&writes, w->name, w, NULL) != RS_OK)
 		rs_fatal(111, "unable to write an event: %s",
 		    rs_strerror(RS_ENOMEM));
-	nwrites++;
 	w->event = r->event;
 	w->patch = r->patch;
 	ew_queue(w);

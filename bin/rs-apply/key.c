@@ -10,7 +10,6 @@
 #include "log.h"
 
 static struct rs_strmap keys;
-static size_t nkeys;
 static struct key *open_key;       /* its intents are being read */
 
 void
@@ -22,7 +21,7 @@ keys_init(void)
 size_t
 keys_alive(void)
 {
-	return nkeys;
+	return keys.len;
 }
 
 int
@@ -44,7 +43,6 @@ key_get(const char *name)
 		goto oom;
 	if (rs_strmap_put(&keys, k->name, k, NULL) != RS_OK)
 		goto oom;
-	nkeys++;
 	return k;
 oom:
 	rs_fatal(111, "unable to track key %s: %s", name,
@@ -55,7 +53,6 @@ static void
 key_free(struct key *k)
 {
 	rs_strmap_del(&keys, k->name);
-	nkeys--;
 	if (open_key == k)
 		open_key = NULL;
 	free(k->fail_message);
