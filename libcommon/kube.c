@@ -140,6 +140,7 @@ kube_curl_init(struct rs_kube *k)
 	curl_share_setopt(k->share, CURLSHOPT_SHARE,
 	    CURL_LOCK_DATA_SSL_SESSION);
 	curl_multi_setopt(k->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+	kube_multi_init(k);
 	return RS_OK;
 }
 
@@ -215,6 +216,7 @@ rs_kube_free(struct rs_kube *k)
 	for (i = 0; i < k->nspare; i++)
 		curl_easy_cleanup(k->spare[i]);
 	curl_multi_cleanup(k->multi);
+	free(k->socks);
 	curl_share_cleanup(k->share);
 	for (i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&k->share_mu[i]);
@@ -311,7 +313,8 @@ kreq_write(char *p, size_t sz, size_t n, void *arg)
 		return 0;
 	}
 	if (r->resp.len + len + 1 > r->cap) {
-		ncap = r->cap ? r->cap : 16384;
+		/* most answers are one object of a few KiB */
+		ncap = r->cap ? r->cap : 4096;
 		while (ncap < r->resp.len + len + 1)
 			ncap *= 2;
 		nb = realloc(r->resp.body, ncap);
@@ -430,6 +433,10 @@ kreq_method(struct kreq *r)
 		SETOPT(e, CURLOPT_READDATA, r);
 		SETOPT(e, CURLOPT_SEEKFUNCTION, kreq_noseek);
 		SETOPT(e, CURLOPT_SEEKDATA, r);
+		/* A body read through the callback goes through a buffer
+		 * per transfer, 64 KiB unless told: pod bodies are a few
+		 * KiB, and 64 transfers run at once. */
+		SETOPT(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
 	} else if (r->body || strcmp(r->method, "PUT") == 0 ||
 	    strcmp(r->method, "PATCH") == 0) {
 		/* Always POSTFIELDS: without it libcurl would read stdin. */

@@ -10,6 +10,7 @@
 #ifndef RS_KUBE_INTERNAL_H
 #define RS_KUBE_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <curl/curl.h>
@@ -54,6 +55,10 @@ struct rs_kube {
 	int nwait, nrunning;
 	CURL *spare[16];              /* easy handles for reuse */
 	int nspare;
+	/* What libcurl asks to watch (multi_socket interface). */
+	struct pollfd *socks;
+	int nsocks, socks_cap;
+	int64_t timer_at;             /* curl's timeout (monotonic ns), -1 */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -107,7 +112,9 @@ int64_t kube_reserve(struct rs_kube *k);
 /* Runs r on a pooled slot until done, polling r->stop. */
 rs_code kube_perform(struct rs_kube *k, struct kreq *r);
 
-/* kube_multi.c: frees what is queued or in flight, without callbacks. */
+/* kube_multi.c: sets up the multi handle's socket and timer callbacks. */
+void kube_multi_init(struct rs_kube *k);
+/* Frees what is queued or in flight, without callbacks. */
 void kube_multi_drop(struct rs_kube *k);
 
 /* kube_stream.c: the write callback's line splitter. */

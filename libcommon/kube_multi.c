@@ -1,13 +1,15 @@
 /* kube_multi.c: many requests in flight on one curl multi handle.
  * A submitted request takes its token from the bucket at once (a
  * reservation, so requests start in the order submitted) and waits in a
- * FIFO until its start time; rs_kube_run sleeps in curl_multi_poll until
- * the next start time, a transfer's activity or extra_fd, never spinning.
+ * FIFO until its start time; rs_kube_run sleeps in poll(2) on libcurl's
+ * sockets (the multi_socket interface) until the next start time,
+ * libcurl's timer, a transfer's activity or extra_fd, never spinning.
  * Over HTTP/2 the transfers share one connection (PIPEWAIT). At most
  * KUBE_MAX_RUNNING transfers run at once: an API server on a few cores
  * answers no faster with more, and each running transfer holds buffers
  * (and, past the server's stream limit, a connection of its own), so a
  * 500-pod delete would cost megabytes for nothing. */
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +201,79 @@ reap(struct rs_kube *k)
 	return n;
 }
 
+/* CURLMOPT_SOCKETFUNCTION: keeps the set of sockets to poll. */
+static int
+on_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+	struct rs_kube *k = arg;
+	struct pollfd *p;
+	int i;
+
+	(void)e;
+	(void)sockp;
+	for (i = 0; i < k->nsocks && k->socks[i].fd != fd; i++)
+		;
+	if (what == CURL_POLL_REMOVE) {
+		if (i < k->nsocks)
+			k->socks[i] = k->socks[--k->nsocks];
+		return 0;
+	}
+	if (i == k->nsocks) {
+		if (k->nsocks == k->socks_cap) {
+			int ncap = k->socks_cap ? 2 * k->socks_cap : 4;
+
+			p = realloc(k->socks, ncap * sizeof *p);
+			if (p == NULL)
+				return -1;
+			k->socks = p;
+			k->socks_cap = ncap;
+		}
+		k->nsocks++;
+	}
+	k->socks[i].fd = fd;
+	k->socks[i].events = (what & CURL_POLL_IN ? POLLIN : 0) |
+	    (what & CURL_POLL_OUT ? POLLOUT : 0);
+	k->socks[i].revents = 0;
+	return 0;
+}
+
+/* CURLMOPT_TIMERFUNCTION: when libcurl wants to run its timeouts. */
+static int
+on_timer(CURLM *m, long timeout_ms, void *arg)
+{
+	struct rs_kube *k = arg;
+
+	(void)m;
+	k->timer_at = timeout_ms < 0 ? -1 :
+	    rs_mono_ns() + (int64_t)timeout_ms * 1000000;
+	return 0;
+}
+
+/* The multi_socket interface: libcurl works only on the transfers whose
+ * socket is ready or whose timer is due. curl_multi_perform instead polls
+ * the connection once per running transfer on every call, 20 polls a
+ * request with 64 streams on one HTTP/2 connection. */
+void
+kube_multi_init(struct rs_kube *k)
+{
+	k->timer_at = -1;
+	curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
+	curl_multi_setopt(k->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(k->multi, CURLMOPT_TIMERDATA, k);
+}
+
+static void
+run_timer(struct rs_kube *k, int64_t now)
+{
+	int running;
+
+	if (k->timer_at < 0 || k->timer_at > now)
+		return;
+	k->timer_at = -1;
+	curl_multi_socket_action(k->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+}
+
 static int
 poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 {
@@ -207,10 +282,49 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 	if (k->wait_head && k->wait_head->not_before < until &&
 	    k->nrunning < KUBE_MAX_RUNNING)
 		until = k->wait_head->not_before;
+	if (k->timer_at >= 0 && k->timer_at < until)
+		until = k->timer_at;
 	if (until <= now)
 		return 0;
 	/* Round up: waking early would only loop once more. */
 	return (int)((until - now + 999999) / 1000000);
+}
+
+/* Polls libcurl's sockets and extra_fd; hands libcurl what is ready.
+ * Returns 1 when extra_fd is ready. The callbacks change k->socks during
+ * curl_multi_socket_action, so the poll works on a copy. */
+static int
+wait_sockets(struct rs_kube *k, int ms, int extra_fd)
+{
+	struct pollfd fds[16], *p = fds;
+	int n = k->nsocks, i, ev, running, extra = 0;
+
+	if (n + 1 > (int)(sizeof fds / sizeof fds[0]) &&
+	    (p = malloc((n + 1) * sizeof *p)) == NULL) {
+		p = fds;
+		n = (int)(sizeof fds / sizeof fds[0]) - 1;
+	}
+	memcpy(p, k->socks, n * sizeof *p);
+	p[n].fd = extra_fd;
+	p[n].events = POLLIN;
+	p[n].revents = 0;
+	if (poll(p, n + 1, ms) > 0) {
+		for (i = 0; i < n; i++) {
+			if (p[i].revents == 0)
+				continue;
+			ev = (p[i].revents & (POLLIN | POLLHUP) ?
+			    CURL_CSELECT_IN : 0) |
+			    (p[i].revents & POLLOUT ? CURL_CSELECT_OUT : 0) |
+			    (p[i].revents & (POLLERR | POLLNVAL) ?
+			    CURL_CSELECT_ERR : 0);
+			curl_multi_socket_action(k->multi, p[i].fd, ev,
+			    &running);
+		}
+		extra = extra_fd >= 0 && p[n].revents != 0;
+	}
+	if (p != fds)
+		free(p);
+	return extra;
 }
 
 int
@@ -219,12 +333,11 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 	int64_t now = rs_mono_ns();
 	int64_t deadline = now + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) *
 	    1000000;
-	struct curl_waitfd wfd;
-	int running, done;
+	int done;
 
 	for (;;) {
 		done = start_due(k, now);
-		curl_multi_perform(k->multi, &running);
+		run_timer(k, rs_mono_ns());
 		done += reap(k);
 		if (done > 0)
 			break;
@@ -233,13 +346,10 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 		now = rs_mono_ns();
 		if (now >= deadline)
 			break;
-		memset(&wfd, 0, sizeof wfd);
-		wfd.fd = extra_fd;
-		wfd.events = CURL_WAIT_POLLIN;
-		curl_multi_poll(k->multi, extra_fd >= 0 ? &wfd : NULL,
-		    extra_fd >= 0, poll_ms(k, now, deadline), NULL);
-		if (extra_fd >= 0 && wfd.revents)
+		if (wait_sockets(k, poll_ms(k, now, deadline), extra_fd)) {
+			reap(k);
 			break;
+		}
 		now = rs_mono_ns();
 	}
 	return k->nwait + k->nrunning;

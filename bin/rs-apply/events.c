@@ -27,7 +27,9 @@
 struct ew {
 	struct ew *next;               /* in the queue */
 	char *name, *ns;
-	cJSON *event;                  /* the latest state */
+	char *body;                    /* the latest state, printed (cJSON_free):
+	                                * a queue of 1,000 trees would take
+	                                * megabytes */
 	char *patch;                   /* cJSON_free; NULL: POST */
 	int creating;                  /* the request in flight is a POST */
 	int dirty;                     /* a newer state waits */
@@ -69,7 +71,7 @@ ew_free(struct ew *w)
 	rs_strmap_del(&writes, w->name);
 	free(w->name);
 	free(w->ns);
-	cJSON_Delete(w->event);
+	cJSON_free(w->body);
 	cJSON_free(w->patch);
 	free(w);
 }
@@ -136,19 +138,14 @@ ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
 static void
 ew_send(struct ew *w)
 {
-	char *path, *body = NULL;
+	char *path;
 
 	w->dirty = 0;
 	w->creating = w->patch == NULL;
 	if (w->creating) {
-		cJSON_DeleteItemFromObjectCaseSensitive(
-		    cJSON_GetObjectItem(w->event, "metadata"), "resourceVersion");
-		body = rs_json_print(w->event);
-		if (body == NULL || asprintf(&path, "/api/v1/namespaces/%s/events",
-		    w->ns) < 0)
+		if (asprintf(&path, "/api/v1/namespaces/%s/events", w->ns) < 0)
 			goto oom;
-		req_send("POST", path, NULL, body, ew_done, w);
-		cJSON_free(body);
+		req_send("POST", path, NULL, w->body, ew_done, w);
 	} else {
 		if (asprintf(&path, "/api/v1/namespaces/%s/events/%s", w->ns,
 		    w->name) < 0)
@@ -164,10 +161,10 @@ oom:
 /* A repeat of an event that has a write queued or in flight. A queued
  * creation stays a creation, of the latest state. */
 static void
-ew_merge(struct ew *w, struct corr_result *r)
+ew_merge(struct ew *w, struct corr_result *r, char *body)
 {
-	cJSON_Delete(w->event);
-	w->event = r->event;
+	cJSON_free(w->body);
+	w->body = body;
 	if (w != inflight && w->patch == NULL) {
 		cJSON_free(r->patch);
 		return;
@@ -185,12 +182,9 @@ write_event(struct corr_result *r)
 	const char *name = rs_json_str(r->event, "metadata", "name", NULL);
 	const char *ns = rs_json_str(r->event, "metadata", "namespace", NULL);
 	struct ew *w = rs_strmap_get(&writes, name);
+	char *body;
 
-	if (w != NULL) {
-		ew_merge(w, r);
-		return;
-	}
-	if (writes.len >= MAX_PENDING) {
+	if (w == NULL && writes.len >= MAX_PENDING) {
 		if (dropped++ % 100 == 0)
 			rs_warn("too many events waiting to be written: "
 			    "dropped %lu so far", dropped);
@@ -198,14 +192,26 @@ write_event(struct corr_result *r)
 		cJSON_free(r->patch);
 		return;
 	}
+	cJSON_DeleteItemFromObjectCaseSensitive(
+	    cJSON_GetObjectItem(r->event, "metadata"), "resourceVersion");
+	if ((body = rs_json_print(r->event)) == NULL)
+		goto oom;
+	if (w != NULL) {
+		ew_merge(w, r, body);
+		cJSON_Delete(r->event);
+		return;
+	}
 	if ((w = calloc(1, sizeof *w)) == NULL || (w->name = strdup(name)) ==
 	    NULL || (w->ns = strdup(ns)) == NULL ||
 	    rs_strmap_put(&writes, w->name, w, NULL) != RS_OK)
-		rs_fatal(111, "unable to write an event: %s",
-		    rs_strerror(RS_ENOMEM));
-	w->event = r->event;
+		goto oom;
+	cJSON_Delete(r->event);
+	w->body = body;
 	w->patch = r->patch;
 	ew_queue(w);
+	return;
+oom:
+	rs_fatal(111, "unable to write an event: %s", rs_strerror(RS_ENOMEM));
 }
 
 /* recorder.makeEvent plus generateEvent's source and reporting fields. */
