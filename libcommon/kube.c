@@ -169,6 +169,7 @@ rs_kube_new(struct rs_kube_config *take, const struct rs_kube_opts *o,
 	pthread_mutex_init(&k->mu, NULL);
 	rs_bucket_init(&k->bucket, o ? o->qps : 0, o ? o->burst : 0);
 	k->timeout_ms = o && o->timeout_ms > 0 ? o->timeout_ms : 60000;
+	k->settle_ms = o ? o->settle_ms : 0;
 	/* client-go dials with a 30 s timeout. */
 	k->connect_ms = k->timeout_ms < 30000 ? k->timeout_ms : 30000;
 	if (o && o->user_agent)
@@ -693,6 +694,18 @@ slot_put(struct rs_kube *k, struct kslot *s)
 		slot_free(s);
 }
 
+/* Lines came in this pass: the batch is out; let the next one gather. */
+static void
+batch_idle(struct kreq *r, int running)
+{
+	long ms = r->batch->settle_ms;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	r->batch->idle(r->fn_arg);
+	if (running && ms > 0)
+		nanosleep(&ts, NULL);
+}
+
 /* curl_easy_perform, but polling r->stop every 100 ms. Returns 1 when
  * stopped, else 0 with the transfer's result in *cc. */
 static int
@@ -709,11 +722,15 @@ slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 		return 0;
 	}
 	while (running) {
+		unsigned long lines = r->lines;
+
 		mc = curl_multi_perform(s->multi, &running);
 		if (mc != CURLM_OK)
 			break;
 		if (r->stop && *r->stop)
 			break;
+		if (r->batch && r->lines != lines)
+			batch_idle(r, running);
 		if (running)
 			curl_multi_poll(s->multi, NULL, 0, r->stop ? 100 : 1000,
 			    NULL);

@@ -67,6 +67,9 @@ struct rs_kube_opts {
 	int burst;
 	long timeout_ms;         /* whole-request timeout for rs_kube_do; 0 = 60 s */
 	const char *user_agent;  /* "rs-apply/0.1" */
+	long settle_ms;          /* rs_kube_run: after a wake-up that brought
+	                            answers, wait this long before the next
+	                            poll, so that one wake-up takes several */
 };
 
 struct rs_kube;
@@ -91,8 +94,18 @@ rs_code rs_kube_do(struct rs_kube *k, const char *method, const char *path,
  * Reaching timeout_ms ends it with RS_ETIMEOUT; a line longer than 64 MiB
  * with RS_ETOOBIG. */
 typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
+/* Batching a stream (batch may be NULL): idle(arg) is called each time the
+ * lines that had arrived are all handed out (flush what fn buffered), and
+ * then reading waits settle_ms, so that at a high event rate each read
+ * brings several lines: fewer, larger writes downstream, for at most
+ * settle_ms more latency. */
+struct rs_kube_batch {
+	void (*idle)(void *arg);
+	long settle_ms;
+};
 rs_code rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
-    rs_kube_line_fn fn, void *arg, volatile int *stop, struct rs_kresp *resp);
+    rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
+    volatile int *stop, struct rs_kresp *resp);
 
 /* Asynchronous: queue a request; done is called from rs_kube_run with the
  * result and the response (borrowed: valid during the call only). Requests

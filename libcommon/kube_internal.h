@@ -59,6 +59,9 @@ struct rs_kube {
 	struct pollfd *socks;
 	int nsocks, socks_cap;
 	int64_t timer_at;             /* curl's timeout (monotonic ns), -1 */
+	long settle_ms;
+	int busy;                     /* the last poll found a socket ready */
+	int64_t settle_until;         /* end of the window gathering answers */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -82,6 +85,8 @@ struct kreq {
 	/* Streams: fn per line when the answer is 2xx. */
 	rs_kube_line_fn fn;
 	void *fn_arg;
+	const struct rs_kube_batch *batch;
+	unsigned long lines;          /* handed to fn */
 	rs_code cb_rc;                /* why a callback stopped the transfer */
 	volatile int *stop;
 	char *line;

@@ -290,6 +290,33 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 	return (int)((until - now + 999999) / 1000000);
 }
 
+/* After a wake-up that brought answers, the answers of the next settle_ms
+ * wait to be taken in one wake-up (with one answer awaited there is
+ * nothing to gather). extra_fd is still watched meanwhile, so new work
+ * starts at once, but the window ends at its deadline however often
+ * extra_fd wakes it. Returns 1 when extra_fd is ready. */
+static int
+settle(struct rs_kube *k, int *ms, int extra_fd)
+{
+	struct pollfd x = { extra_fd, POLLIN, 0 };
+	int64_t now, left;
+
+	if (k->busy && k->settle_ms > 0 && k->nrunning > 1 && *ms > 0) {
+		now = rs_mono_ns();
+		if (k->settle_until == 0)
+			k->settle_until = now + (int64_t)k->settle_ms * 1000000;
+		left = (k->settle_until - now + 999999) / 1000000;
+		if (left > *ms)
+			left = *ms;
+		if (left > 0 && poll(&x, 1, (int)left) > 0 && extra_fd >= 0)
+			return 1;
+		*ms = 0;
+	}
+	k->busy = 0;
+	k->settle_until = 0;
+	return 0;
+}
+
 /* Polls libcurl's sockets and extra_fd; hands libcurl what is ready.
  * Returns 1 when extra_fd is ready. The callbacks change k->socks during
  * curl_multi_socket_action, so the poll works on a copy. */
@@ -298,6 +325,9 @@ wait_sockets(struct rs_kube *k, int ms, int extra_fd)
 {
 	struct pollfd fds[16], *p = fds;
 	int n = k->nsocks, i, ev, running, extra = 0;
+
+	if (settle(k, &ms, extra_fd))
+		return 1;
 
 	if (n + 1 > (int)(sizeof fds / sizeof fds[0]) &&
 	    (p = malloc((n + 1) * sizeof *p)) == NULL) {
@@ -312,6 +342,7 @@ wait_sockets(struct rs_kube *k, int ms, int extra_fd)
 		for (i = 0; i < n; i++) {
 			if (p[i].revents == 0)
 				continue;
+			k->busy = 1;
 			ev = (p[i].revents & (POLLIN | POLLHUP) ?
 			    CURL_CSELECT_IN : 0) |
 			    (p[i].revents & POLLOUT ? CURL_CSELECT_OUT : 0) |

@@ -48,6 +48,7 @@ line_emit(struct kreq *r)
 	if (n == 0)
 		return 0;
 	r->line[n] = '\0';
+	r->lines++;
 	rc = r->fn(r->fn_arg, r->line, n);
 	if (rc != RS_OK) {
 		r->cb_rc = rc;
@@ -90,7 +91,8 @@ kube_stream_flush(struct kreq *r)
 
 rs_code
 rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
-    rs_kube_line_fn fn, void *arg, volatile int *stop, struct rs_kresp *resp)
+    rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
+    volatile int *stop, struct rs_kresp *resp)
 {
 	struct kreq r;
 	rs_code rc;
@@ -99,6 +101,7 @@ rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
 	r.timeout_ms = timeout_ms;
 	r.fn = fn;
 	r.fn_arg = arg;
+	r.batch = batch;
 	r.stop = stop;
 	kube_wait_token(k);
 	rc = kube_perform(k, &r);

@@ -4,9 +4,12 @@
  * with no controller logic (no cache, no queue, no expectations), as fast
  * as the API server takes them. At most --inflight requests are in flight,
  * over libcommon's client (rs_kube_submit: curl multi, HTTP/2), under its
- * --qps/--burst token bucket (default: none).
+ * --qps/--burst token bucket (default: none). --settle: after a wake-up
+ * that brought answers, wait MS before the next (libcommon's settle, as
+ * rs-apply --batch; default 0).
  *
- *   bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] -n NS CMD
+ *   bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] [--settle MS]
+ *       -n NS CMD
  *   rs PREFIX COUNT REPLICAS [--pods] [--status]
  *       ReplicaSets PREFIX-0 .. PREFIX-(COUNT-1) of REPLICAS pods (label
  *       app=NAME); --pods also creates their pods, owned by them (as a
@@ -57,7 +60,7 @@
 
 static const char usage_text[] =
     "usage: bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] "
-    "-n NS CMD\n"
+    "[--settle MS] -n NS CMD\n"
     "  rs PREFIX COUNT REPLICAS [--pods] [--status]\n"
     "  scale NAME REPLICAS [--pods] [--status]\n"
     "  ready [--status]\n"
@@ -852,7 +855,7 @@ cmd_wait(struct bulk *b, int argc, char **argv)
 		    "&timeoutSeconds=%ld", b->ns, w.rv, (long)left + 1);
 		count(b, "WATCH", "replicasets");
 		rc = rs_kube_stream(b->k, path, (long)(left * 1000) + 1000,
-		    watch_line, &w, NULL, &resp);
+		    watch_line, &w, NULL, NULL, &resp);
 		if (rc != RS_OK && rc != RS_EEOF && rc != RS_ETIMEOUT)
 			rs_fatal(rs_exit_code(rc), "unable to watch %s: %s %s",
 			    path, rs_strerror(rc), resp.status.message);
@@ -870,12 +873,13 @@ main(int argc, char **argv)
 		{ "qps", required_argument, NULL, 'q' },
 		{ "burst", required_argument, NULL, 'b' },
 		{ "inflight", required_argument, NULL, 'w' },
+		{ "settle", required_argument, NULL, 's' },
 		{ "namespace", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct rs_kube_config_opts co = { NULL, NULL, NULL };
-	struct rs_kube_opts ko = { 0, 0, 0, "rs-bench-bulk/0.1" };
+	struct rs_kube_opts ko = { .user_agent = "rs-bench-bulk/0.1" };
 	struct rs_kube_config *cfg;
 	struct bulk b;
 	const char *cmd;
@@ -888,6 +892,7 @@ main(int argc, char **argv)
 		switch (c) {
 		case 'k': co.kubeconfig = optarg; break;
 		case 'q': ko.qps = atof(optarg); break;
+		case 's': ko.settle_ms = atol(optarg); break;
 		case 'b': ko.burst = atoi(optarg); break;
 		case 'w': b.window = atoi(optarg); break;
 		case 'n': b.ns = optarg; break;

@@ -33,6 +33,9 @@ USAGE
 "Flags:\n"
 "      --concurrency N      keys in flight at once (default 16); past it\n"
 "                           standard input is not read\n"
+"      --batch DUR          after a wake-up that brought API answers, wait\n"
+"                           DUR before looking again, so that one wake-up\n"
+"                           takes several (default 10ms; 0: none)\n"
 "      --dry-run            print the requests as NDJSON lines\n"
 "                           {\"method\",\"path\",\"body\"} instead of sending\n"
 "                           them; neither rs-queue nor the expectations file\n"
@@ -58,7 +61,7 @@ USAGE
 "signal exits at once with 111.\n"
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
-enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP };
+enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
@@ -66,6 +69,7 @@ static const struct option own_opts[] = {
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "no-queue", no_argument, NULL, OPT_NOQUEUE },
 	{ "expectations", required_argument, NULL, OPT_EXP },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -107,6 +111,12 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QUEUE: f->fx.queue_path = optarg; break;
 		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
 		case OPT_EXP: f->fx.exp_path = optarg; break;
+		case OPT_BATCH:
+			f->cf.kopts.settle_ms = rs_flag_duration(optarg,
+			    "--batch") / 1000000;
+			if (f->cf.kopts.settle_ms > 1000)
+				rs_flag_fail("%s must be at most 1s", "--batch");
+			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
@@ -298,7 +308,8 @@ int
 main(int argc, char **argv)
 {
 	struct flags f = {
-		.cf.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1" },
+		.cf.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1",
+		    .settle_ms = 10 },
 	};
 	rs_code rc;
 

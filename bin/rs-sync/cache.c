@@ -237,9 +237,10 @@ pod_free(struct pod *p)
 }
 
 static rs_code
-ctrl_selector(const struct kind *k, struct ctrl *r, char *why, size_t len)
+ctrl_selector(const struct kind *k, const cJSON *obj, struct ctrl *r,
+    char *why, size_t len)
 {
-	const cJSON *s = rs_json_get(r->obj, "spec", "selector", NULL);
+	const cJSON *s = rs_json_get(obj, "spec", "selector", NULL);
 
 	if (k->map_selector)
 		return rs_selector_from_map(s, &r->sel, why, len);
@@ -294,7 +295,11 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	pack(r->strings, strs, dst, n);
 	cJSON_DeleteItemFromObjectCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
-	r->obj = take;
+	if ((r->text = cJSON_PrintUnformatted(take)) == NULL) {
+		cJSON_Delete(take);
+		ctrl_free(r);
+		return RS_ENOMEM;
+	}
 	r->generation = rs_json_int(take, 0, "metadata", "generation", NULL);
 	r->deleting = rs_json_get(take, "metadata", "deletionTimestamp", NULL) != NULL &&
 	    !cJSON_IsNull(rs_json_get(take, "metadata", "deletionTimestamp", NULL));
@@ -302,8 +307,9 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	r->min_ready = int32_field(take, 0, "minReadySeconds");
 	rc = rs_labels_from_json(rs_json_get(take, "spec", "template", "metadata",
 	    "labels", NULL), &r->tmpl_labels, why, len);
-	if (rc == RS_OK && ctrl_selector(k, r, why, len) != RS_OK)
+	if (rc == RS_OK && ctrl_selector(k, take, r, why, len) != RS_OK)
 		r->sel = NULL;  /* kept: upstream skips the sync, not the object */
+	cJSON_Delete(take);
 	if (rc != RS_OK) {
 		ctrl_free(r);
 		return rc;
@@ -319,8 +325,14 @@ ctrl_free(struct ctrl *r)
 		return;
 	rs_selector_free(r->sel);
 	rs_labels_free(r->tmpl_labels);
-	cJSON_Delete(r->obj);
+	cJSON_free(r->text);
 	free(r);
+}
+
+cJSON *
+ctrl_object(const struct ctrl *r)
+{
+	return cJSON_Parse(r->text);
 }
 
 /* Finds or creates the podlist of id in m. */

@@ -62,7 +62,10 @@ struct ctrl {
 	int32_t min_ready;             /* spec.minReadySeconds */
 	struct rs_selector *sel;       /* NULL when the selector is invalid */
 	struct rs_labels *tmpl_labels; /* spec.template.metadata.labels */
-	cJSON *obj;                    /* the object, managedFields removed */
+	char *text;                    /* the object, managedFields removed,
+	                                  printed: as a cJSON tree it would
+	                                  take four times the memory, and a
+	                                  sync reads it once (ctrl_object) */
 	char strings[];
 };
 
@@ -80,6 +83,10 @@ struct cache {
 	struct rs_strmap ctrl_ns;      /* namespace -> ctrl_group */
 	struct rs_strmap ctrl_sib;     /* owner UID -> ctrl_group */
 };
+
+/* The controller's object, parsed anew: the caller owns it. NULL when
+ * out of memory. */
+cJSON *ctrl_object(const struct ctrl *r);
 
 void cache_init(struct cache *c, const struct kind *k);
 void cache_free(struct cache *c);

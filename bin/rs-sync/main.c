@@ -199,6 +199,8 @@ run_once(struct sync *s, const struct opts *o)
 	    s->events, s->bad_events, s->kind->resource,
 	    s->synced_ctrls ? "yes" : "no", s->synced_pods ? "yes" : "no");
 	rc = reconcile(s, o->once);
+	if (rc == RS_OK)
+		rc = rs_line_flush(s->out);
 	rs_line_reader_free(&in);
 	rs_exp_close(s->exp);
 	if (o->expectations == NULL) {
@@ -298,6 +300,8 @@ stats_close(const struct sync *s)
 	rs_stagestats_close();
 }
 
+/* Syncs the keys rs-queue has handed out; their intents go out in one
+ * write, so that rs-apply wakes once for them all. */
 static void
 serve_keys(struct sync *s, struct rs_queue *q)
 {
@@ -312,6 +316,8 @@ serve_keys(struct sync *s, struct rs_queue *q)
 		if (rc != RS_OK)
 			rs_error("unable to sync %s: %s", key, rs_strerror(rc));
 	}
+	if (rs_line_flush(s->out) != RS_OK)
+		rs_fatal(111, "unable to write intents: %s", strerror(errno));
 	if (rc == RS_EEOF) {
 		rs_info(1, "queue is shutting down");
 		stats_close(s);

@@ -16,6 +16,7 @@ struct podvec {
 struct round {
 	struct sync *s;
 	struct ctrl *r;
+	cJSON *obj;         /* r's object, parsed for this round */
 	double now;
 	struct podvec claimed, adopt, release;
 	int terminating;
@@ -111,7 +112,7 @@ emit_claims(struct round *o, const char *op, const struct podvec *pv)
 static rs_code
 scale_up(struct round *o, int n)
 {
-	const cJSON *tmpl = rs_json_get(o->r->obj, "spec", "template", NULL);
+	const cJSON *tmpl = rs_json_get(o->obj, "spec", "template", NULL);
 	cJSON *in;
 	rs_code rc;
 
@@ -240,8 +241,8 @@ status(struct round *o)
 	if (o->r->min_ready > 0 && c.ready != c.available)
 		o->requeue = status_next_check(o->r, o->claimed.v, o->claimed.n,
 		    o->now);
-	now_st = status_build(o->s, o->r, &c);
-	old = status_old(o->r);
+	now_st = status_build(o->s, o->r, o->obj, &c);
+	old = status_old(o->obj);
 	if (now_st == NULL || old == NULL) {
 		cJSON_Delete(now_st);
 		cJSON_Delete(old);
@@ -255,7 +256,7 @@ status(struct round *o)
 	rs_info(4, "%s %s status: replicas %d, fully labeled %d, ready %d, "
 	    "available %d, terminating %d", o->s->kind->kind, o->r->key,
 	    c.replicas, c.fully, c.ready, c.available, c.terminating);
-	if ((obj = status_object(o->r->obj, now_st)) == NULL) {
+	if ((obj = status_object(o->obj, now_st)) == NULL) {
 		cJSON_Delete(old);
 		return RS_ENOMEM;
 	}
@@ -269,13 +270,10 @@ static rs_code
 end(struct sync *s, const char *key, const struct ctrl *r, double requeue)
 {
 	cJSON *in = intent_new(s, "end", key, r);
-	rs_code rc;
 
 	if (requeue > 0)
 		cJSON_AddNumberToObject(in, "requeue_after", requeue);
-	if ((rc = intent_emit(s, in)) != RS_OK)
-		return rc;
-	return rs_line_flush(s->out);
+	return intent_emit(s, in);
 }
 
 static rs_code
@@ -328,7 +326,10 @@ reconcile(struct sync *s, const char *key)
 			    rs_strerror(rc));
 		return end(s, key, NULL, 0);
 	}
+	if ((o.obj = ctrl_object(o.r)) == NULL)
+		return RS_ENOMEM;
 	rc = sync_ctrl(&o);
+	cJSON_Delete(o.obj);
 	free(o.claimed.v);
 	free(o.adopt.v);
 	free(o.release.v);

@@ -48,6 +48,9 @@ USAGE
 "      --backoff-initial DUR  first wait after a failure (default 800ms)\n"
 "      --backoff-max DUR    longest wait before jitter (default 30s)\n"
 "      --backoff-reset DUR  quiet time that resets the backoff (default 2m)\n"
+"      --batch DUR          after a read that brought watch events, wait DUR\n"
+"                           before the next, and write what it brought at\n"
+"                           once (default 20ms; 0: each event as it comes)\n"
 "      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG,\n"
 "                           ~/.kube/config, then in-cluster)\n"
 "      --context NAME       kubeconfig context\n"
@@ -67,7 +70,7 @@ USAGE
 
 enum {
 	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
-	OPT_BO_MAX, OPT_BO_RESET,
+	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH,
 };
 
 static const struct option own_opts[] = {
@@ -80,6 +83,7 @@ static const struct option own_opts[] = {
 	{ "backoff-initial", required_argument, NULL, OPT_BO_INIT },
 	{ "backoff-max", required_argument, NULL, OPT_BO_MAX },
 	{ "backoff-reset", required_argument, NULL, OPT_BO_RESET },
+	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -151,6 +155,12 @@ parse_flags(int argc, char **argv, struct flags *f)
 			break;
 		case OPT_BO_RESET:
 			f->wo.bo_reset = rs_flag_duration(optarg, "--backoff-reset");
+			break;
+		case OPT_BATCH:
+			f->wo.batch_ms = rs_flag_duration(optarg, "--batch") /
+			    1000000;
+			if (f->wo.batch_ms > 1000)
+				rs_flag_fail("%s must be at most 1s", "--batch");
 			break;
 		case 'h':
 			fputs(help_text, stdout);
@@ -244,7 +254,7 @@ main(int argc, char **argv)
 	struct flags f = {
 		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
 		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
-		    .bo_reset = 120000000000LL },
+		    .bo_reset = 120000000000LL, .batch_ms = 20 },
 		.cf.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
 		    .user_agent = "rs-watch/0.1" },
 	};

@@ -34,6 +34,7 @@ struct watch_opts {
 	long min_watch_timeout;          /* seconds; the server's timeout is
 	                                    this times (1 + rand) */
 	int64_t bo_initial, bo_max, bo_reset;   /* nanoseconds */
+	long batch_ms;                   /* watch events gathered per write */
 };
 
 /* A list in progress; it survives failed pages, which are retried. */

@@ -7,6 +7,7 @@
 #include "jscan.h"
 #include "json.h"
 #include "log.h"
+#include "out.h"
 #include "reflector.h"
 
 struct stream {
@@ -53,7 +54,8 @@ on_object(struct stream *s, const char *type, const char *line,
 	    rs_jscan_unescape(line, t.kind, r->kind, sizeof r->kind,
 	    NULL) != RS_OK)
 		r->kind[0] = '\0';
-	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t, 1)) != RS_OK)
+	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t,
+	    r->o->batch_ms == 0)) != RS_OK)
 		return rc;
 	if (type[0] == 'D')
 		seen_del(&r->seen, id.key);
@@ -160,10 +162,19 @@ on_line(void *arg, char *line, size_t len)
 	return rc;
 }
 
+/* The events read so far are all out: write them in one go. */
+static void
+on_idle(void *arg)
+{
+	(void)arg;
+	out_flush();
+}
+
 rs_code
 watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 {
 	struct stream s = { r, end };
+	struct rs_kube_batch batch = { on_idle, r->o->batch_ms };
 	long timeout = r->o->min_watch_timeout *
 	    (1.0 + backoff_rand(&r->bo));
 	char *q = NULL, *url, *esc;
@@ -189,7 +200,7 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	t0 = rs_mono_ns();
 	/* the client's bound: the server's timeout and some slack */
 	rc = rs_kube_stream(r->o->kube, url, (timeout + 30) * 1000L, on_line,
-	    &s, &r->stop, resp);
+	    &s, r->o->batch_ms ? &batch : NULL, &r->stop, resp);
 	end->ns = rs_mono_ns() - t0;
 	free(url);
 	return rc;

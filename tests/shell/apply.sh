@@ -563,6 +563,11 @@ test_usage() {
   assertEquals "bad flag exit" 100 $?
   rs-apply --no-such-flag </dev/null 2>/dev/null
   assertEquals "unknown flag exit" 100 $?
+  rs-apply --batch 2s </dev/null 2>"$TMP/err"
+  assertEquals "--batch past 1s" 100 $?
+  grep -q 'batch must be at most 1s' "$TMP/err" || fail "--batch: $(cat "$TMP/err")"
+  rs-apply --batch 5 </dev/null 2>/dev/null
+  assertEquals "--batch without a unit" 100 $?
 }
 
 . "$SHUNIT2"

@@ -118,6 +118,29 @@ test_events_in_order() {
     "$(grep -c final_state_unknown "$OUT")"
 }
 
+# --batch: the events of each read go out together once read, however
+# long the window; with 0 each goes out on its own. Either way every event
+# arrives, in order: a batch left in the buffer would never reach the reader.
+test_batched_events_all_written() {
+  need_cluster || return
+  for b in 500ms 0; do
+    ns=$(new_ns "wbatch${b%ms}")
+    rs_bg rs-watch --batch "$b" -n "$ns" pods >"$OUT.$b" 2>"$OUT.log"
+    assertTrue "--batch $b: SYNCED" "wait_for 20 synced_n $OUT.$b 1"
+    for i in $(seq 1 12); do
+      printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d"},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}\n' "$i"
+    done | kubectl -n "$ns" apply -f - >/dev/null
+    kubectl -n "$ns" delete pod p12 --wait=false >/dev/null
+    assertTrue "--batch $b: the last event arrives" \
+      "wait_for 20 grep -q '\"type\":\"DELETED\".*\"name\":\"p12\"' $OUT.$b"
+    assertEquals "--batch $b: every pod added" 12 \
+      "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT.$b" | sort -u | wc -l)"
+    assertEquals "--batch $b: p12 added, then deleted" "ADDED DELETED " \
+      "$(jq -r 'select(.object.metadata.name == "p12") | .type' "$OUT.$b" | uniq | tr '\n' ' ')"
+    rs_cleanup
+  done
+}
+
 # Changes go on while the apiserver is stopped and started: rs-watch
 # retries, resumes or relists, and the stream applied in order gives
 # exactly what the server has.
@@ -374,6 +397,9 @@ test_usage_errors_exit_100() {
   assertEquals "bad page size" 100 $?
   rs-watch --backoff-max 3x pods >/dev/null 2>&1
   assertEquals "bad duration" 100 $?
+  rs-watch --batch 2s pods >/dev/null 2>"$OUT.err"
+  assertEquals "--batch past 1s" 100 $?
+  assertTrue "--batch: message" "grep -q 'batch must be at most 1s' $OUT.err"
   rs-watch pods pod >/dev/null 2>&1
   assertEquals "same resource twice" 100 $?
   rs-watch --help >"$OUT.help"

@@ -152,7 +152,7 @@ do_watch(struct rs_kube *k, const char *path, long timeout_ms)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	rc = rs_kube_stream(k, path, timeout_ms, watch_line, NULL, &stopping,
+	rc = rs_kube_stream(k, path, timeout_ms, watch_line, NULL, NULL, &stopping,
 	    &r);
 	print_code(&r);
 	/* The client-side timeout is how a bounded watch ends. */
@@ -286,7 +286,7 @@ main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct rs_kube_config_opts co = { NULL, NULL, NULL };
-	struct rs_kube_opts ko = { 0, 0, 0, "kube-request/0.1" };
+	struct rs_kube_opts ko = { .user_agent = "kube-request/0.1" };
 	struct rs_kube_config *cfg;
 	struct rs_kube *k;
 	struct rs_kresp r;

@@ -485,7 +485,8 @@ order_done(void *arg, rs_code rc, struct rs_kresp *resp)
 static void
 test_multi_order_and_rate(void **state)
 {
-	struct rs_kube_opts ko = { 20, 1, 2000, "test" };
+	struct rs_kube_opts ko = { .qps = 20, .burst = 1, .timeout_ms = 2000,
+	    .user_agent = "test" };
 	struct rs_kube_config *c = calloc(1, sizeof *c);
 	struct order o = { .n = 0 };
 	struct tag tags[6];
