@@ -295,6 +295,7 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	pack(r->strings, strs, dst, n);
 	cJSON_DeleteItemFromObjectCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
+	r->status = cJSON_DetachItemFromObjectCaseSensitive(take, "status");
 	if ((r->text = cJSON_PrintUnformatted(take)) == NULL) {
 		cJSON_Delete(take);
 		ctrl_free(r);
@@ -325,6 +326,7 @@ ctrl_free(struct ctrl *r)
 		return;
 	rs_selector_free(r->sel);
 	rs_labels_free(r->tmpl_labels);
+	cJSON_Delete(r->status);
 	cJSON_free(r->text);
 	free(r);
 }

@@ -62,10 +62,12 @@ struct ctrl {
 	int32_t min_ready;             /* spec.minReadySeconds */
 	struct rs_selector *sel;       /* NULL when the selector is invalid */
 	struct rs_labels *tmpl_labels; /* spec.template.metadata.labels */
-	char *text;                    /* the object, managedFields removed,
+	cJSON *status;                 /* what every sync reads; NULL: none */
+	char *text;                    /* the rest, managedFields removed,
 	                                  printed: as a cJSON tree it would
-	                                  take four times the memory, and a
-	                                  sync reads it once (ctrl_object) */
+	                                  take four times the memory, and only
+	                                  a sync that writes reads it
+	                                  (ctrl_object) */
 	char strings[];
 };
 
@@ -84,8 +86,8 @@ struct cache {
 	struct rs_strmap ctrl_sib;     /* owner UID -> ctrl_group */
 };
 
-/* The controller's object, parsed anew: the caller owns it. NULL when
- * out of memory. */
+/* The controller's object but its status, parsed anew: the caller owns
+ * it. NULL when out of memory. */
 cJSON *ctrl_object(const struct ctrl *r);
 
 void cache_init(struct cache *c, const struct kind *k);

@@ -16,13 +16,21 @@ struct podvec {
 struct round {
 	struct sync *s;
 	struct ctrl *r;
-	cJSON *obj;         /* r's object, parsed for this round */
+	cJSON *obj;         /* r's object, parsed when a write needs it */
 	double now;
 	struct podvec claimed, adopt, release;
 	int terminating;
 	int managed;        /* a create or delete was emitted */
 	double requeue;     /* seconds, 0 = none */
 };
+
+static rs_code
+round_obj(struct round *o)
+{
+	if (o->obj == NULL && (o->obj = ctrl_object(o->r)) == NULL)
+		return RS_ENOMEM;
+	return RS_OK;
+}
 
 static rs_code
 podvec_push(struct podvec *pv, struct pod *p)
@@ -112,10 +120,13 @@ emit_claims(struct round *o, const char *op, const struct podvec *pv)
 static rs_code
 scale_up(struct round *o, int n)
 {
-	const cJSON *tmpl = rs_json_get(o->obj, "spec", "template", NULL);
+	const cJSON *tmpl;
 	cJSON *in;
 	rs_code rc;
 
+	if ((rc = round_obj(o)) != RS_OK)
+		return rc;
+	tmpl = rs_json_get(o->obj, "spec", "template", NULL);
 	/* raised before the intent leaves, so no reader of the expectations
 	 * can see the pods arrive before they are expected */
 	if ((rc = rs_exp_expect_creations(o->s->exp, o->r->key, n)) != RS_OK) {
@@ -241,8 +252,8 @@ status(struct round *o)
 	if (o->r->min_ready > 0 && c.ready != c.available)
 		o->requeue = status_next_check(o->r, o->claimed.v, o->claimed.n,
 		    o->now);
-	now_st = status_build(o->s, o->r, o->obj, &c);
-	old = status_old(o->obj);
+	now_st = status_build(o->s, o->r, &c);
+	old = status_old(o->r);
 	if (now_st == NULL || old == NULL) {
 		cJSON_Delete(now_st);
 		cJSON_Delete(old);
@@ -256,6 +267,11 @@ status(struct round *o)
 	rs_info(4, "%s %s status: replicas %d, fully labeled %d, ready %d, "
 	    "available %d, terminating %d", o->s->kind->kind, o->r->key,
 	    c.replicas, c.fully, c.ready, c.available, c.terminating);
+	if (round_obj(o) != RS_OK) {
+		cJSON_Delete(now_st);
+		cJSON_Delete(old);
+		return RS_ENOMEM;
+	}
 	if ((obj = status_object(o->obj, now_st)) == NULL) {
 		cJSON_Delete(old);
 		return RS_ENOMEM;
@@ -326,8 +342,6 @@ reconcile(struct sync *s, const char *key)
 			    rs_strerror(rc));
 		return end(s, key, NULL, 0);
 	}
-	if ((o.obj = ctrl_object(o.r)) == NULL)
-		return RS_ENOMEM;
 	rc = sync_ctrl(&o);
 	cJSON_Delete(o.obj);
 	free(o.claimed.v);

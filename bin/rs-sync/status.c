@@ -32,18 +32,18 @@ drop_failure(cJSON *st)
 }
 
 cJSON *
-status_old(const cJSON *obj)
+status_old(const struct ctrl *r)
 {
-	const cJSON *st = rs_json_get(obj, "status", NULL);
+	const cJSON *st = r->status;
 
 	return cJSON_IsObject(st) ? cJSON_Duplicate(st, 1) : cJSON_CreateObject();
 }
 
 cJSON *
-status_build(const struct sync *s, const struct ctrl *r, const cJSON *obj,
+status_build(const struct sync *s, const struct ctrl *r,
     const struct counts *c)
 {
-	cJSON *st = status_old(obj);
+	cJSON *st = status_old(r);
 
 	if (st == NULL)
 		return NULL;

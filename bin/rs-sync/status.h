@@ -18,9 +18,9 @@ struct counts {
 /* The new status: the cached one with the counts, observedGeneration and
  * no ReplicaFailure condition (rs-apply adds it when a write fails). */
 cJSON *status_build(const struct sync *s, const struct ctrl *r,
-    const cJSON *obj, const struct counts *c);
-/* The status of obj, the cached object ({} when absent); a new tree. */
-cJSON *status_old(const cJSON *obj);
+    const struct counts *c);
+/* The cached status ({} when absent); a new tree. */
+cJSON *status_old(const struct ctrl *r);
 /* Seconds until the next pod of v becomes available, or min_ready when
  * none is pending (FindMinNextPodAvailabilityCheck). */
 double status_next_check(const struct ctrl *r, struct pod *const *v,
