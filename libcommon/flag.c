@@ -111,6 +111,16 @@ rs_flag_duration(const char *s, const char *flag)
 	return ns;
 }
 
+long
+rs_flag_batch_ms(const char *s, const char *flag)
+{
+	long ms = rs_flag_duration(s, flag) / 1000000;
+
+	if (ms > 1000)
+		rs_flag_fail("%s must be at most 1s", flag);
+	return ms;
+}
+
 void
 rs_flag_log_format(const char *s)
 {

@@ -17,6 +17,8 @@ long rs_flag_long(const char *s, long lo, long hi, const char *flag);
 double rs_flag_double(const char *s, double lo, double hi, const char *flag);
 /* A Go duration ("800ms", "1m30s"; a unit is required but for "0"), in ns. */
 int64_t rs_flag_duration(const char *s, const char *flag);
+/* A batching window (--batch): a duration of at most 1s, in ms. */
+long rs_flag_batch_ms(const char *s, const char *flag);
 /* "text" or "json", for --log-format. */
 void rs_flag_log_format(const char *s);
 

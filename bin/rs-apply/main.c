@@ -112,10 +112,8 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
 		case OPT_EXP: f->fx.exp_path = optarg; break;
 		case OPT_BATCH:
-			f->cf.kopts.settle_ms = rs_flag_duration(optarg,
-			    "--batch") / 1000000;
-			if (f->cf.kopts.settle_ms > 1000)
-				rs_flag_fail("%s must be at most 1s", "--batch");
+			f->cf.kopts.settle_ms = rs_flag_batch_ms(optarg,
+			    "--batch");
 			break;
 		case 'h':
 			fputs(help_text, stdout);

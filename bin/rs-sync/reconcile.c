@@ -207,10 +207,10 @@ manage(struct round *o)
 }
 
 
-/* The object a status write PUTs: the cached one without its spec (the
- * API server keeps the stored spec on a /status write, so the template
- * would only be printed, piped, parsed and sent for nothing), status
- * replaced by st (taken, also on failure: NULL). The metadata stays whole:
+/* The object a status write PUTs: the cached one (which holds no status:
+ * ctrl_object) without its spec (the API server keeps the stored spec on a
+ * /status write, so the template would only be printed, piped, parsed and
+ * sent for nothing), with st as its status (taken, also on failure: NULL). The metadata stays whole:
  * a /status write does change labels and annotations. */
 static cJSON *
 status_object(const cJSON *cached, cJSON *st)
@@ -221,8 +221,7 @@ status_object(const cJSON *cached, cJSON *st)
 	if (obj == NULL)
 		goto fail;
 	cJSON_ArrayForEach(f, cached) {
-		if (strcmp(f->string, "spec") == 0 ||
-		    strcmp(f->string, "status") == 0)
+		if (strcmp(f->string, "spec") == 0)
 			continue;
 		if ((c = cJSON_Duplicate(f, 1)) == NULL)
 			goto fail;

@@ -157,10 +157,7 @@ parse_flags(int argc, char **argv, struct flags *f)
 			f->wo.bo_reset = rs_flag_duration(optarg, "--backoff-reset");
 			break;
 		case OPT_BATCH:
-			f->wo.batch_ms = rs_flag_duration(optarg, "--batch") /
-			    1000000;
-			if (f->wo.batch_ms > 1000)
-				rs_flag_fail("%s must be at most 1s", "--batch");
+			f->wo.batch_ms = rs_flag_batch_ms(optarg, "--batch");
 			break;
 		case 'h':
 			fputs(help_text, stdout);
