@@ -18,7 +18,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Ilibcommon $(PKG_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -lpthread -lm
-LDFLAGS += $(SAN)
+LDFLAGS += $(SAN) -Wl,--export-dynamic-symbol=_gnutls_global_init_skip
 
 TOOLS    := $(notdir $(patsubst %/,%,$(wildcard bin/*/)))
 LIB_SRC  := $(wildcard libcommon/*.c)

@@ -114,6 +114,12 @@ typedef void (*rs_kube_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
 rs_code rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t body_len,
     rs_kube_done_fn done, void *arg);
+/* The same without a copy of the body, which stays the caller's and must
+ * stay as it is until done has been called: a batch of creates sends one
+ * body hundreds of times at once. */
+rs_code rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
+    const char *path, const char *ctype, const char *body, size_t body_len,
+    rs_kube_done_fn done, void *arg);
 /* Drives transfers for at most timeout_ms (or until one completes, if
  * sooner), also returning early when extra_fd (>= 0) becomes readable.
  * Returns the number of requests still queued or in flight. */

@@ -18,6 +18,7 @@
 #include "log.h"
 
 #define KUBE_MAX_RUNNING 64
+#define KUBE_MULTI_RECV_BUFFER 4096
 
 static char *
 own_copy(char **w, const char *s, size_t n)
@@ -30,13 +31,13 @@ own_copy(char **w, const char *s, size_t n)
 	return p;
 }
 
-rs_code
-rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
-    const char *ctype, const char *body, size_t body_len,
+static rs_code
+submit(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len, int borrow,
     rs_kube_done_fn done, void *arg)
 {
 	size_t ml = strlen(method), pl = strlen(path);
-	size_t cl = ctype ? strlen(ctype) : 0;
+	size_t cl = ctype ? strlen(ctype) : 0, bl = borrow ? 0 : body_len;
 	struct kreq *r;
 	char *w;
 
@@ -44,7 +45,7 @@ rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
 	if (r == NULL)
 		return RS_ENOMEM;
 	/* One block holds the copies of everything the request sends. */
-	w = malloc(ml + pl + cl + body_len + 4);
+	w = malloc(ml + pl + cl + bl + 4);
 	if (w == NULL) {
 		free(r);
 		return RS_ENOMEM;
@@ -54,7 +55,10 @@ rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
 	r->method = own_copy(&w, method, ml);
 	r->path = own_copy(&w, path, pl);
 	r->ctype = ctype ? own_copy(&w, ctype, cl) : "application/json";
-	r->body = body ? own_copy(&w, body, body_len) : NULL;
+	if (body == NULL)
+		r->body = NULL;
+	else
+		r->body = borrow ? body : own_copy(&w, body, body_len);
 	r->timeout_ms = k->timeout_ms;
 	r->done = done;
 	r->done_arg = arg;
@@ -66,6 +70,22 @@ rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
 	k->wait_tail = r;
 	k->nwait++;
 	return RS_OK;
+}
+
+rs_code
+rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len,
+    rs_kube_done_fn done, void *arg)
+{
+	return submit(k, method, path, ctype, body, body_len, 0, done, arg);
+}
+
+rs_code
+rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
+    const char *path, const char *ctype, const char *body, size_t body_len,
+    rs_kube_done_fn done, void *arg)
+{
+	return submit(k, method, path, ctype, body, body_len, 1, done, arg);
 }
 
 static CURL *
@@ -114,6 +134,12 @@ req_start(struct rs_kube *k, struct kreq *r)
 	rc = kreq_prepare(r);
 	if (rc != RS_OK)
 		return rc;
+	/* Each running transfer holds a receive buffer, 16 KiB unless told;
+	 * the answers here are single objects of a few KiB, and a larger one
+	 * only takes more rounds through it. A hint: refused, the default
+	 * stays. */
+	(void)curl_easy_setopt(r->easy, CURLOPT_BUFFERSIZE,
+	    (long)KUBE_MULTI_RECV_BUFFER);
 	if (curl_multi_add_handle(k->multi, r->easy) != CURLM_OK) {
 		snprintf(r->resp.status.message, sizeof r->resp.status.message,
 		    "unable to start the request");

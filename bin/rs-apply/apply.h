@@ -103,6 +103,10 @@ typedef void (*req_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
  * always later from req_poll/rs_kube_run, never from inside req_send. */
 void req_send(const char *method, const char *path, const char *ctype,
     const char *body, req_done_fn done, void *arg);
+/* The same, with a body that stays the caller's, unchanged, until done
+ * has run: the creates of a batch share one. */
+void req_send_borrowed(const char *method, const char *path,
+    const char *ctype, const char *body, req_done_fn done, void *arg);
 /* Runs completions that did not need the network (dry-run, local errors);
  * returns how many ran. */
 int req_poll(void);

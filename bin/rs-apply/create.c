@@ -218,7 +218,8 @@ send_batch(struct create *c)
 	c->started += c->batch;
 	for (i = 0; i < c->batch; i++) {
 		c->k->nreq++;
-		req_send("POST", c->path, NULL, c->body, create_done, c);
+		req_send_borrowed("POST", c->path, NULL, c->body,
+		    create_done, c);
 	}
 }
 

@@ -19,6 +19,7 @@ struct req {
 	req_done_fn done;
 	void *arg;
 	char *method, *path, *body;
+	int body_borrowed;             /* body is the caller's */
 	int64_t start_ns;
 	rs_code rc;                    /* deferred result */
 	struct rs_kresp resp;
@@ -38,7 +39,8 @@ req_free(struct req *r)
 {
 	free(r->method);
 	free(r->path);
-	free(r->body);
+	if (!r->body_borrowed)
+		free(r->body);
 	free(r);
 }
 
@@ -121,18 +123,21 @@ oom:
 	rs_fatal(111, "unable to print a request: %s", rs_strerror(RS_ENOMEM));
 }
 
-void
-req_send(const char *method, const char *path, const char *ctype,
-    const char *body, req_done_fn done, void *arg)
+static void
+send_one(const char *method, const char *path, const char *ctype,
+    const char *body, int borrow, req_done_fn done, void *arg)
 {
 	struct req *r = calloc(1, sizeof *r);
 	rs_code rc;
 
 	if (r == NULL || (r->method = strdup(method)) == NULL ||
 	    (r->path = strdup(path)) == NULL ||
-	    (body != NULL && (r->body = strdup(body)) == NULL))
+	    (body != NULL && !borrow && (r->body = strdup(body)) == NULL))
 		rs_fatal(111, "unable to send %s %s: %s", method, path,
 		    rs_strerror(RS_ENOMEM));
+	if (borrow)
+		r->body = (char *)body;
+	r->body_borrowed = borrow;
 	r->done = done;
 	r->arg = arg;
 	r->start_ns = rs_mono_ns();
@@ -145,10 +150,25 @@ req_send(const char *method, const char *path, const char *ctype,
 	}
 	if (RS_V(6) && body != NULL)
 		rs_info(6, "%s %s %s", method, path, body);
-	rc = rs_kube_submit(app.kube, method, path, ctype, r->body,
+	/* r, and so its body, lives until req_complete has run. */
+	rc = rs_kube_submit_borrowed(app.kube, method, path, ctype, r->body,
 	    r->body ? strlen(r->body) : 0, req_complete, r);
 	if (rc != RS_OK)
 		req_defer(r, rc, 0, rs_strerror(rc));
+}
+
+void
+req_send(const char *method, const char *path, const char *ctype,
+    const char *body, req_done_fn done, void *arg)
+{
+	send_one(method, path, ctype, body, 0, done, arg);
+}
+
+void
+req_send_borrowed(const char *method, const char *path, const char *ctype,
+    const char *body, req_done_fn done, void *arg)
+{
+	send_one(method, path, ctype, body, 1, done, arg);
 }
 
 const char *

@@ -4,6 +4,7 @@
  * standard output going away. */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -262,6 +263,10 @@ main(int argc, char **argv)
 	rs_code rc;
 	int i, n;
 
+	/* A reflector thread each: glibc would give every thread an arena of
+	 * its own, each keeping what a 500-object page freed (1.4 MB more at
+	 * the peak of a 10,000-pod cluster); they rarely allocate at once. */
+	mallopt(M_ARENA_MAX, 1);
 	rs_log_init(argv[0]);
 	rs_flag_set_usage(USAGE);
 	parse_flags(argc, argv, &f);
