@@ -296,6 +296,23 @@ test_parallel() {
   assertEquals 5 "$(grep -c '^HTTP/2 404$' "$TMP/err")"
 }
 
+# A body the caller keeps (rs_kube_submit_borrowed, as rs-apply's creates
+# of a batch share one) reaches the server whole in every copy at once, and
+# answers larger than an asynchronous transfer's receive buffer come back
+# whole.
+test_parallel_borrowed_body() {
+  need_cluster || return
+  ns=$(new_ns bor)
+  val=$(printf '%6000s' '' | tr ' ' x)  # answers pass the 4 KiB receive buffer
+  body="{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"b-\"},\"data\":{\"v\":\"$val\"}}"
+  "$KR" --parallel 40 --borrowed POST "/api/v1/namespaces/$ns/configmaps" "$body" >"$TMP/resp" 2>"$TMP/err"
+  assertEquals "stderr: $(tail -1 "$TMP/err")" 0 $?
+  assertContains "$(cat "$TMP/err")" "40 requests: 40 ok, 0 refused, 0 failed"
+  assertEquals 40 "$(grep -c "\"v\":\"$val\"" "$TMP/resp")"
+  "$KR" GET "/api/v1/namespaces/$ns/configmaps" >"$TMP/out" 2>/dev/null
+  assertEquals 40 "$(jq "[.items[] | select(.data.v == \"$val\")] | length" "$TMP/out")"
+}
+
 test_keepalive_and_threads() {
   need_cluster || return
   # Blocking calls one after the other reuse one kept-alive connection.

@@ -6,10 +6,12 @@
  *
  *   kube-request [--kubeconfig F] [--context C] [--master URL] [-v N]
  *       [--timeout S] [--qps Q] [--burst B] [--content-type T]
- *       [--watch | --parallel N | --threads N [--repeat R]] METHOD PATH
+ *       [--watch | --parallel N [--borrowed] | --threads N [--repeat R]]
+ *       METHOD PATH
  *       [BODY|-]
  *
- * --parallel N sends N copies at once through rs_kube_submit/rs_kube_run;
+ * --parallel N sends N copies at once through rs_kube_submit/rs_kube_run
+ * (rs_kube_submit_borrowed with --borrowed: one body for all of them);
  * --threads N sends R copies (default 1), one after the other, from each of
  * N threads with rs_kube_do.
  */
@@ -33,7 +35,8 @@ static const char usage_text[] =
     "usage: kube-request [--kubeconfig F] [--context C] [--master URL] "
     "[-v N]\n"
     "           [--timeout S] [--qps Q] [--burst B] [--content-type T]\n"
-    "           [--watch | --parallel N | --threads N [--repeat R]]\n"
+    "           [--watch | --parallel N [--borrowed] |\n"
+    "            --threads N [--repeat R]]\n"
     "           METHOD PATH [BODY|-]\n";
 
 static volatile int stopping;
@@ -190,15 +193,15 @@ par_done(void *arg, rs_code rc, struct rs_kresp *r)
 
 static int
 do_parallel(struct rs_kube *k, const char *method, const char *path,
-    const char *ctype, const char *body, size_t len, int n)
+    const char *ctype, const char *body, size_t len, int n, int borrow)
 {
 	struct par p = { method, path, 0, 0, 0, 0, 0, RS_OK, "" };
 	int64_t t0 = rs_mono_ns();
 	int i;
 
 	for (i = 0; i < n; i++)
-		if (rs_kube_submit(k, method, path, ctype, body, len, par_done,
-		    &p) != RS_OK)
+		if ((borrow ? rs_kube_submit_borrowed : rs_kube_submit)(k,
+		    method, path, ctype, body, len, par_done, &p) != RS_OK)
 			rs_fatal(111, "unable to submit: out of memory");
 	while (rs_kube_run(k, 1000, -1) > 0)
 		;
@@ -280,6 +283,7 @@ main(int argc, char **argv)
 		{ "content-type", required_argument, NULL, 'T' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "parallel", required_argument, NULL, 'p' },
+		{ "borrowed", no_argument, NULL, 'B' },
 		{ "threads", required_argument, NULL, 'P' },
 		{ "repeat", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -293,7 +297,7 @@ main(int argc, char **argv)
 	const char *method, *path, *ctype = NULL;
 	char *body = NULL;
 	size_t len = 0;
-	int c, watch = 0, parallel = 0, threads = 0, repeat = 1;
+	int c, watch = 0, parallel = 0, borrow = 0, threads = 0, repeat = 1;
 	double timeout = 0;
 	rs_code rc;
 
@@ -310,6 +314,7 @@ main(int argc, char **argv)
 		case 'T': ctype = optarg; break;
 		case 'w': watch = 1; break;
 		case 'p': parallel = atoi(optarg); break;
+		case 'B': borrow = 1; break;
 		case 'P': threads = atoi(optarg); break;
 		case 'R': repeat = atoi(optarg); break;
 		case 'h': usage(0); break;
@@ -346,7 +351,7 @@ main(int argc, char **argv)
 			c = do_watch(k, path, (long)(timeout * 1000));
 		else if (parallel > 0)
 			c = do_parallel(k, method, path, ctype, body, len,
-			    parallel);
+			    parallel, borrow);
 		else
 			c = do_threads(k, method, path, ctype, body, len,
 			    threads, repeat);
