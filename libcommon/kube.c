@@ -26,8 +26,8 @@
 
 /* Debian's libcurl loads GnuTLS (through librtmp), whose constructor
  * initialises it, p11-kit modules included, in every process that links
- * libcurl: about 0.8 MB resident and a few milliseconds for a library we
- * never call. GnuTLS skips that when the program defines this (its
+ * libcurl: about 0.8 MB resident and half a millisecond at start for a
+ * library we never call. GnuTLS skips that when the program defines this (its
  * GNUTLS_SKIP_GLOBAL_INIT); the Makefile exports it so that the dynamic
  * linker binds GnuTLS's call to this definition. */
 int _gnutls_global_init_skip(void);
