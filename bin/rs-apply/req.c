@@ -130,14 +130,14 @@ send_one(const char *method, const char *path, const char *ctype,
 	struct req *r = calloc(1, sizeof *r);
 	rs_code rc;
 
-	if (r == NULL || (r->method = strdup(method)) == NULL ||
-	    (r->path = strdup(path)) == NULL ||
-	    (body != NULL && !borrow && (r->body = strdup(body)) == NULL))
-		rs_fatal(111, "unable to send %s %s: %s", method, path,
-		    rs_strerror(RS_ENOMEM));
-	if (borrow)
-		r->body = (char *)body;
+	if (r == NULL)
+		goto oom;
+	r->method = strdup(method);
+	r->path = strdup(path);
+	r->body = borrow || body == NULL ? (char *)body : strdup(body);
 	r->body_borrowed = borrow;
+	if (r->method == NULL || r->path == NULL || (body && r->body == NULL))
+		goto oom;
 	r->done = done;
 	r->arg = arg;
 	r->start_ns = rs_mono_ns();
@@ -155,6 +155,10 @@ send_one(const char *method, const char *path, const char *ctype,
 	    r->body ? strlen(r->body) : 0, req_complete, r);
 	if (rc != RS_OK)
 		req_defer(r, rc, 0, rs_strerror(rc));
+	return;
+oom:
+	rs_fatal(111, "unable to send %s %s: %s", method, path,
+	    rs_strerror(RS_ENOMEM));
 }
 
 void

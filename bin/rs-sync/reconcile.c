@@ -210,8 +210,9 @@ manage(struct round *o)
 /* The object a status write PUTs: the cached one (which holds no status:
  * ctrl_object) without its spec (the API server keeps the stored spec on a
  * /status write, so the template would only be printed, piped, parsed and
- * sent for nothing), with st as its status (taken, also on failure: NULL). The metadata stays whole:
- * a /status write does change labels and annotations. */
+ * sent for nothing), with st as its status (taken, also on failure: NULL).
+ * The metadata stays whole: a /status write does change labels and
+ * annotations. */
 static cJSON *
 status_object(const cJSON *cached, cJSON *st)
 {
