@@ -29,10 +29,12 @@ UNIT_SRC := $(wildcard tests/unit/*.c)
 UNITS    := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
 TTOOL_SRC:= $(wildcard tests/tools/*.c)
 TTOOLS   := $(TTOOL_SRC:tests/tools/%.c=$(BUILD)/test/%)
+BENCH_SRC:= $(wildcard bench/*/*.c)
+BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
 .PHONY: all deps check-deps asan test test-unit test-shell install clean demo bench soak fuzz
-all: check-deps $(BINS) $(TTOOLS)
+all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
 deps:
 	@sh tests/deps.sh install
@@ -54,6 +56,15 @@ $(BUILD)/bin/$(1): $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard bin/$(1)/*.c)) $(L
 	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# The benchmarks' helpers (bench/NAME/TOOL.c -> build/bench/TOOL): built
+# here, so that a benchmark runs where no compiler or headers are.
+define bench_rule
+$(BUILD)/bench/$(notdir $(1:.c=)): $(BUILD)/obj/$(1:.c=.o) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach s,$(BENCH_SRC),$(eval $(call bench_rule,$(s))))
 
 $(BUILD)/unit/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)

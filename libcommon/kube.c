@@ -136,7 +136,7 @@ out:
 }
 
 static rs_code
-kube_curl_init(struct rs_kube *k)
+kube_curl_init(struct rs_kube *k, const struct rs_kube_opts *o)
 {
 	int i;
 
@@ -153,7 +153,7 @@ kube_curl_init(struct rs_kube *k)
 	curl_share_setopt(k->share, CURLSHOPT_SHARE,
 	    CURL_LOCK_DATA_SSL_SESSION);
 	curl_multi_setopt(k->multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
-	kube_multi_init(k);
+	kube_multi_init(k, o);
 	return RS_OK;
 }
 
@@ -189,7 +189,7 @@ rs_kube_new(struct rs_kube_config *take, const struct rs_kube_opts *o,
 		k->user_agent = strdup(o->user_agent);
 	else if (asprintf(&k->user_agent, "%s/0.1", rs_log_prog()) < 0)
 		k->user_agent = NULL;
-	rc = k->user_agent ? kube_curl_init(k) : RS_ENOMEM;
+	rc = k->user_agent ? kube_curl_init(k, o) : RS_ENOMEM;
 	if (rc == RS_OK)
 		rc = kube_endpoint(k);
 	if (rc == RS_OK) {

@@ -69,8 +69,17 @@ struct rs_kube_opts {
 	const char *user_agent;  /* "rs-apply/0.1" */
 	long settle_ms;          /* rs_kube_run: after a wake-up that brought
 	                            answers, wait this long before the next
-	                            poll, so that one wake-up takes several */
+	                            poll, so that one wake-up takes several
+	                            (0: none, what is ready is taken) */
+	int max_running;         /* asynchronous requests in flight at once
+	                            (0: RS_KUBE_MAX_RUNNING) */
+	int streams;             /* HTTP/2 streams per connection; more
+	                            requests in flight open more connections
+	                            (0: RS_KUBE_STREAMS; the server's own limit
+	                            holds when lower) */
 };
+#define RS_KUBE_MAX_RUNNING 1024
+#define RS_KUBE_STREAMS     64
 
 struct rs_kube;
 

@@ -53,7 +53,10 @@ struct rs_kube {
 	struct kreq *wait_head, *wait_tail;   /* submitted, not started */
 	struct kreq *run_head;                /* in the multi */
 	int nwait, nrunning;
-	CURL *spare[16];              /* easy handles for reuse */
+	int max_running;
+	long streams;                 /* per HTTP/2 connection */
+	long host_conns;              /* connections allowed now */
+	CURL *spare[64];              /* easy handles for reuse */
 	int nspare;
 	/* What libcurl asks to watch (multi_socket interface). */
 	struct pollfd *socks;
@@ -62,6 +65,9 @@ struct rs_kube {
 	long settle_ms;
 	int busy;                     /* the last poll found a socket ready */
 	int64_t settle_until;         /* end of the window gathering answers */
+	int64_t last_answer;          /* when answers last came (monotonic) */
+	int64_t answer_gap;           /* average ns between answers */
+	int ran_since_answer;         /* requests in flight since then */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -118,7 +124,7 @@ int64_t kube_reserve(struct rs_kube *k);
 rs_code kube_perform(struct rs_kube *k, struct kreq *r);
 
 /* kube_multi.c: sets up the multi handle's socket and timer callbacks. */
-void kube_multi_init(struct rs_kube *k);
+void kube_multi_init(struct rs_kube *k, const struct rs_kube_opts *o);
 /* Frees what is queued or in flight, without callbacks. */
 void kube_multi_drop(struct rs_kube *k);
 

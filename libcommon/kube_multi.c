@@ -4,20 +4,24 @@
  * FIFO until its start time; rs_kube_run sleeps in poll(2) on libcurl's
  * sockets (the multi_socket interface) until the next start time,
  * libcurl's timer, a transfer's activity or extra_fd, never spinning.
- * Over HTTP/2 the transfers share one connection (PIPEWAIT). At most
- * KUBE_MAX_RUNNING transfers run at once: an API server on a few cores
- * answers no faster with more, and each running transfer holds buffers
- * (and, past the server's stream limit, a connection of its own), so a
- * 500-pod delete would cost megabytes for nothing. */
+ * Every request whose time has come starts at once, up to max_running:
+ * the work and the bucket size what is in flight, not a constant (a
+ * slow-start batch of 500 creates is 500 requests on the wire, as
+ * client-go's goroutines make it).
+ * Over HTTP/2 the transfers share a connection (PIPEWAIT) up to `streams`
+ * of them; past that libcurl opens another. The bound is for CPU, not
+ * the server: at each event on a connection libcurl 7.88 and 8.x run
+ * every transfer of that connection, so the work of a wake-up grows with
+ * the streams a connection carries. */
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
 
-#define KUBE_MAX_RUNNING 64
 #define KUBE_MULTI_RECV_BUFFER 4096
 
 static char *
@@ -168,6 +172,24 @@ run_unlink(struct rs_kube *k, struct kreq *r)
 	r->rprev = r->rnext = NULL;
 }
 
+/* As many connections as the transfers running need, set before libcurl
+ * picks their connections: while the first connection of a burst is in
+ * its TLS handshake it is not known to multiplex, and every transfer past
+ * a full one would dial its own, up to the bound (16 connections for a
+ * burst of 256 that 4 carry). */
+static void
+conns_size(struct rs_kube *k)
+{
+	long need = (k->nrunning + k->streams - 1) / k->streams;
+
+	if (need < 1)
+		need = 1;
+	if (need == k->host_conns)
+		return;
+	k->host_conns = need;
+	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, need);
+}
+
 /* Starts every request whose time has come; returns how many completed
  * at once (they failed before reaching the network). */
 static int
@@ -178,7 +200,7 @@ start_due(struct rs_kube *k, int64_t now)
 	rs_code rc;
 
 	while ((r = k->wait_head) != NULL && r->not_before <= now &&
-	    k->nrunning < KUBE_MAX_RUNNING) {
+	    k->nrunning < k->max_running) {
 		k->wait_head = r->next;
 		if (k->wait_head == NULL)
 			k->wait_tail = NULL;
@@ -191,7 +213,27 @@ start_due(struct rs_kube *k, int64_t now)
 			n++;
 		}
 	}
+	conns_size(k);
 	return n;
+}
+
+/* The time between two answers while requests were in flight all along
+ * (a moving average): what the server takes per request of ours. */
+static void
+answer_pace(struct rs_kube *k, int n)
+{
+	int64_t now, gap;
+
+	if (n > 0) {
+		now = rs_mono_ns();
+		if (k->last_answer > 0 && k->ran_since_answer) {
+			gap = (now - k->last_answer) / n;
+			k->answer_gap = k->answer_gap == 0 ? gap :
+			    k->answer_gap + (gap - k->answer_gap) / 8;
+		}
+		k->last_answer = now;
+	}
+	k->ran_since_answer = k->nrunning > 0;
 }
 
 /* Hands out finished transfers; a 401 that fresh credentials may fix is
@@ -224,6 +266,7 @@ reap(struct rs_kube *k)
 		req_complete(k, r, rc);
 		n++;
 	}
+	answer_pace(k, n);
 	return n;
 }
 
@@ -280,8 +323,27 @@ on_timer(CURLM *m, long timeout_ms, void *arg)
  * the connection once per running transfer on every call, 20 polls a
  * request with 64 streams on one HTTP/2 connection. */
 void
-kube_multi_init(struct rs_kube *k)
+kube_multi_init(struct rs_kube *k, const struct rs_kube_opts *o)
 {
+	long streams = o && o->streams > 0 ? o->streams : RS_KUBE_STREAMS;
+	long conns;
+
+	k->max_running = o && o->max_running > 0 ? o->max_running :
+	    RS_KUBE_MAX_RUNNING;
+	if (streams > k->max_running)
+		streams = k->max_running;
+	conns = (k->max_running + streams - 1) / streams;
+	k->streams = streams;
+	curl_multi_setopt(k->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, streams);
+	/* Bounded (conns_size): with no bound, a burst started at once opens
+	 * a connection for nearly every request, since a connection still in
+	 * its TLS handshake is not known to multiplex (755 connections for
+	 * 1,000 creates). Past the bound, transfers wait for a stream. */
+	conns_size(k);
+	/* Kept between bursts: libcurl's default keeps 4 a running transfer,
+	 * so an idle moment would close them and the next burst would pay a
+	 * TLS handshake per connection again. */
+	curl_multi_setopt(k->multi, CURLMOPT_MAXCONNECTS, conns + 1);
 	k->timer_at = -1;
 	curl_multi_setopt(k->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	curl_multi_setopt(k->multi, CURLMOPT_SOCKETDATA, k);
@@ -306,7 +368,7 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 	int64_t until = deadline;
 
 	if (k->wait_head && k->wait_head->not_before < until &&
-	    k->nrunning < KUBE_MAX_RUNNING)
+	    k->nrunning < k->max_running)
 		until = k->wait_head->not_before;
 	if (k->timer_at >= 0 && k->timer_at < until)
 		until = k->timer_at;
@@ -316,25 +378,40 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 	return (int)((until - now + 999999) / 1000000);
 }
 
-/* After a wake-up that brought answers, the answers of the next settle_ms
- * wait to be taken in one wake-up (with one answer awaited there is
- * nothing to gather). extra_fd is still watched meanwhile, so new work
- * starts at once, but the window ends at its deadline however often
- * extra_fd wakes it. Returns 1 when extra_fd is ready. */
+/* After a wake-up that brought answers, the answers of a short window are
+ * taken in one wake-up: libcurl works through every transfer of a
+ * connection at each wake-up, so one per answer costs CPU that, on a small
+ * machine, the API server needs. The window never leaves the server idle
+ * or an answer that unblocks work waiting long: it lasts a quarter of the
+ * time the server should take for the requests still in flight (their
+ * number times the pace of answers), at most settle_ms. With one request
+ * awaited (a reaction, the tail of a slow-start batch) it is next to
+ * nothing; with hundreds, answers gather and wake-ups shrink as the work
+ * drains. extra_fd is still watched meanwhile, so new work starts at once,
+ * but the window ends at its deadline however often extra_fd wakes it.
+ * Returns 1 when extra_fd is ready. */
 static int
 settle(struct rs_kube *k, int *ms, int extra_fd)
 {
 	struct pollfd x = { extra_fd, POLLIN, 0 };
-	int64_t now, left;
+	struct timespec ts;
+	int64_t now, left, span;
 
-	if (k->busy && k->settle_ms > 0 && k->nrunning > 1 && *ms > 0) {
+	if (k->busy && k->settle_ms > 0 && k->nrunning > 1 && *ms > 0 &&
+	    k->answer_gap > 0) {
 		now = rs_mono_ns();
-		if (k->settle_until == 0)
-			k->settle_until = now + (int64_t)k->settle_ms * 1000000;
-		left = (k->settle_until - now + 999999) / 1000000;
-		if (left > *ms)
-			left = *ms;
-		if (left > 0 && poll(&x, 1, (int)left) > 0 && extra_fd >= 0)
+		if (k->settle_until == 0) {
+			span = k->nrunning * k->answer_gap / 4;
+			if (span > (int64_t)k->settle_ms * 1000000)
+				span = (int64_t)k->settle_ms * 1000000;
+			k->settle_until = now + span;
+		}
+		left = k->settle_until - now;
+		if (left > (int64_t)*ms * 1000000)
+			left = (int64_t)*ms * 1000000;
+		ts.tv_sec = left / 1000000000;
+		ts.tv_nsec = left % 1000000000;
+		if (left > 0 && ppoll(&x, 1, &ts, NULL) > 0 && extra_fd >= 0)
 			return 1;
 		*ms = 0;
 	}

@@ -50,8 +50,8 @@ USAGE
 "      --backoff-max DUR    longest wait before jitter (default 30s)\n"
 "      --backoff-reset DUR  quiet time that resets the backoff (default 2m)\n"
 "      --batch DUR          after a read that brought watch events, wait DUR\n"
-"                           before the next, and write what it brought at\n"
-"                           once (default 20ms; 0: each event as it comes)\n"
+"                           before the next (default 0: what each read\n"
+"                           brought is written at once, in one write)\n"
 "      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG,\n"
 "                           ~/.kube/config, then in-cluster)\n"
 "      --context NAME       kubeconfig context\n"
@@ -252,7 +252,7 @@ main(int argc, char **argv)
 	struct flags f = {
 		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
 		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
-		    .bo_reset = 120000000000LL, .batch_ms = 20 },
+		    .bo_reset = 120000000000LL, .batch_ms = 0 },
 		.cf.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
 		    .user_agent = "rs-watch/0.1" },
 	};

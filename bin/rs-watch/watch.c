@@ -54,8 +54,8 @@ on_object(struct stream *s, const char *type, const char *line,
 	    rs_jscan_unescape(line, t.kind, r->kind, sizeof r->kind,
 	    NULL) != RS_OK)
 		r->kind[0] = '\0';
-	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t,
-	    r->o->batch_ms == 0)) != RS_OK)
+	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t, 0)) !=
+	    RS_OK)
 		return rc;
 	if (type[0] == 'D')
 		seen_del(&r->seen, id.key);
@@ -200,7 +200,7 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	t0 = rs_mono_ns();
 	/* the client's bound: the server's timeout and some slack */
 	rc = rs_kube_stream(r->o->kube, url, (timeout + 30) * 1000L, on_line,
-	    &s, r->o->batch_ms ? &batch : NULL, &r->stop, resp);
+	    &s, &batch, &r->stop, resp);
 	end->ns = rs_mono_ns() - t0;
 	free(url);
 	return rc;
