@@ -56,6 +56,12 @@ static const double rest_bounds[] = {
 	0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60,
 };
 
+/* The latency buckets: see stagestats.h. */
+static const double latency_bounds[] = {
+	1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3,
+	0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50,
+};
+
 static int
 stage_ok(const char *s)
 {
@@ -240,6 +246,22 @@ rs_stagestats_observe(const char *name, const char *labels, double v)
 	pthread_mutex_lock(&st.mu);
 	observe_locked(name, labels, v);
 	pthread_mutex_unlock(&st.mu);
+}
+
+rs_code
+rs_stagestats_declare_latency(const char *name, const char *help)
+{
+	return rs_stagestats_declare(name, RS_STAT_HISTOGRAM, help,
+	    latency_bounds, sizeof latency_bounds / sizeof latency_bounds[0]);
+}
+
+void
+rs_stagestats_observe_since(const char *name, const char *labels, double at,
+    double now)
+{
+	if (!(at > 0))
+		return;
+	rs_stagestats_observe(name, labels, now > at ? now - at : 0);
 }
 
 /* host[:port] of a URL, as client-go labels requests (u.Host). */

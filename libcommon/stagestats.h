@@ -58,6 +58,17 @@ void rs_stagestats_add(const char *name, const char *labels, double delta);
 /* Histograms. */
 void rs_stagestats_observe(const char *name, const char *labels, double v);
 
+/* The pipeline's latency histograms (doc/metrics.md) share one set of
+ * buckets, fine enough for what one stage adds (tens of microseconds) and
+ * wide enough for what a user waits (a scale-up at a low QPS): 10 us to
+ * 50 s, 1-2-5 in each decade. Declares such a family. */
+rs_code rs_stagestats_declare_latency(const char *name, const char *help);
+/* Observes now - at, seconds since a wall-clock stamp another stage took
+ * (rs_wall_now()): nothing when at <= 0 (no stamp), 0 when the difference
+ * is negative (the clock was stepped back between the two readings). */
+void rs_stagestats_observe_since(const char *name, const char *labels,
+    double at, double now);
+
 /* The API client's figures, under client-go's names:
  * rest_client_requests_total{code,method,host} (code "<error>" when no
  * answer came) and rest_client_request_duration_seconds{verb,host} with

@@ -1,7 +1,8 @@
 /* Unit tests of libcommon/stagestats: the file's place and modes, its JSON
- * (families, samples, cumulative buckets, the API client's figures), the
- * rate of writes (at most one a second, on the clock passed in), atomic
- * replacement under a reader that never sees half a file, and failures. */
+ * (families, samples, cumulative buckets, the API client's figures, the
+ * latency buckets and the time since a stamp), the rate of writes (at most
+ * one a second, on the clock passed in), atomic replacement under a reader
+ * that never sees half a file, and failures. */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -289,6 +290,54 @@ test_requests(void **state)
 	cJSON_Delete(o);
 }
 
+/* The latency families: the shared buckets, 10 us to 50 s in 1-2-5
+ * steps, and the time since a stamp: none without one, 0 for a stamp
+ * from the future (a clock stepped back). */
+static void
+test_latency(void **state)
+{
+	static const double want[] = {
+		1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3,
+		0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50,
+	};
+	const cJSON *h, *le, *counts;
+	cJSON *o;
+	int i, n = sizeof want / sizeof want[0];
+
+	assert_int_equal(rs_stagestats_open("t"), RS_OK);
+	assert_int_equal(rs_stagestats_declare_latency("l_seconds", "lat"),
+	    RS_OK);
+	assert_int_equal(rs_stagestats_declare_latency("l_seconds", "lat"),
+	    RS_OK);
+	rs_stagestats_observe_since("l_seconds", NULL, 100, 100.00003);
+	rs_stagestats_observe_since("l_seconds", NULL, 100, 103);
+	rs_stagestats_observe_since("l_seconds", NULL, 100, 99);
+	rs_stagestats_observe_since("l_seconds", NULL, 0, 99);
+	rs_stagestats_observe_since("l_seconds", NULL, -1, 99);
+	rs_stagestats_observe_since("l_seconds", NULL, 1, 1000);
+	assert_int_equal(rs_stagestats_write(rs_mono_ns()), RS_OK);
+	o = load();
+	assert_string_equal(rs_json_str(family(o, "l_seconds"), "type", NULL),
+	    "histogram");
+	h = sample(o, "l_seconds", "{}");
+	assert_non_null(h);
+	le = cJSON_GetObjectItem(h, "le");
+	counts = cJSON_GetObjectItem(h, "counts");
+	assert_int_equal(cJSON_GetArraySize(le), n);
+	for (i = 0; i < n; i++)
+		assert_true(cJSON_GetArrayItem(le, i)->valuedouble == want[i]);
+	/* 0 (the stepped clock), 30 us, 3 s, 999 s (past the last bound) */
+	assert_int_equal(rs_json_int(h, -1, "count", NULL), 4);
+	assert_true(fabs(cJSON_GetObjectItem(h, "sum")->valuedouble -
+	    1002.00003) < 1e-6);
+	assert_int_equal(cJSON_GetArrayItem(counts, 0)->valueint, 1);
+	assert_int_equal(cJSON_GetArrayItem(counts, 2)->valueint, 2);
+	assert_int_equal(cJSON_GetArrayItem(counts, 16)->valueint, 2);
+	assert_int_equal(cJSON_GetArrayItem(counts, 17)->valueint, 3);
+	assert_int_equal(cJSON_GetArrayItem(counts, n - 1)->valueint, 3);
+	cJSON_Delete(o);
+}
+
 static void
 test_rate(void **state)
 {
@@ -443,6 +492,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_figures, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_atomic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_failure, setup,
