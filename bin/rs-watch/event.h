@@ -1,7 +1,9 @@
 /* event.h: the output line, one per event:
- *   {"type":"ADDED","resource":"pods","object":{...}}
- *   {"type":"DELETED","resource":"pods","final_state_unknown":true,"object":{...}}
- *   {"type":"SYNCED","resource":"pods"}
+ *   {"type":"ADDED","resource":"pods","at":1795292352.123456,"object":{...}}
+ *   {"type":"DELETED","resource":"pods","at":...,"final_state_unknown":true,"object":{...}}
+ *   {"type":"SYNCED","resource":"pods","at":...}
+ * "at" is the wall clock (Unix seconds, microseconds) when the line was
+ * written into the output buffer, just after the event was read.
  * Objects lose metadata.managedFields unless asked not to, and get the
  * apiVersion and kind that list responses leave out of their items.
  *

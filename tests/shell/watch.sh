@@ -101,6 +101,7 @@ test_list_5000_pods_in_pages() {
 test_events_in_order() {
   need_cluster || return
   ns=$(new_ns wevents)
+  t0=$(date +%s)
   rs_bg rs-watch -n "$ns" pods >"$OUT" 2>"$OUT.log"
   assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
   pod "$ns" a
@@ -116,6 +117,15 @@ test_events_in_order() {
   assertEquals "resourceVersions increase" "$(echo "$rvs" | sort -n)" "$rvs"
   assertEquals "no final_state_unknown on a watched deletion" 0 \
     "$(grep -c final_state_unknown "$OUT")"
+  # every line, SYNCED included, stamped with the time it was read: in
+  # microseconds, right after type and resource, within the test, never
+  # going back
+  assertEquals "lines without a stamp: $(head -1 "$OUT" | cut -c1-80)" 0 \
+    "$(grep -Evc '^\{"type":"[A-Z]+","resource":"pods","at":[0-9]{10}\.[0-9]{6}[,}]' "$OUT")"
+  jq -r '.at' "$OUT" >"$OUT.at"
+  assertTrue "stamps within the test: $(tr '\n' ' ' <"$OUT.at")" \
+    "mawk -v a=$t0 -v b=$(( $(date +%s) + 1 )) '\$1 < a || \$1 > b { exit 1 }' $OUT.at"
+  assertEquals "stamps in order" "$(sort -g "$OUT.at")" "$(cat "$OUT.at")"
 }
 
 # --batch: the events of each read go out together once read, however
