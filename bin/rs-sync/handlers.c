@@ -1,9 +1,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "handlers.h"
 #include "json.h"
 #include "log.h"
+#include "stagestats.h"
+
+/* Keys held for their event times beyond the controllers cached: room for
+ * the deleted controllers whose last sync is still to come. */
+#define PENDING_SLACK 1024
 
 /* resolveControllerRef: the controller a pod's controllerRef names, if it
  * is of our kind, in the cache, and the same incarnation (UID). */
@@ -19,6 +25,26 @@ resolve(struct sync *s, const char *ns, const char *kind, const char *name,
 	if (r == NULL || strcmp(r->uid, uid) != 0)
 		return NULL;
 	return r;
+}
+
+static int
+still_cached(void *arg, const char *key)
+{
+	return cache_ctrl(arg, key) != NULL;
+}
+
+/* An enqueue because of the event being handled: the key's sync will
+ * carry the time of the earliest such event it acts on. */
+static void
+enqueue(struct sync *s, const char *key)
+{
+	rs_code rc = pending_note(&s->pending, key, s->event_at,
+	    s->cache.ctrls.len + PENDING_SLACK, still_cached, &s->cache);
+
+	if (rc != RS_OK && rc != RS_EFULL)
+		rs_warn("unable to remember the event time of %s: %s", key,
+		    rs_strerror(rc));
+	sync_enqueue(s, key, 0);
 }
 
 static struct ctrl *
@@ -48,7 +74,7 @@ enqueue_matching(struct sync *s, const struct pod *p)
 		if (r->sel == NULL || rs_selector_is_empty(r->sel) ||
 		    !rs_selector_matches(r->sel, p->labels))
 			continue;
-		sync_enqueue(s, r->key, 0);
+		enqueue(s, r->key);
 		n++;
 	}
 	if (n > 1)
@@ -66,7 +92,7 @@ delete_pod(struct sync *s, const struct pod *p)
 	rs_info(4, "pod %s deleted, observed by %s", p->key, r->key);
 	exp_warn(rs_exp_deletion_observed(s->exp, r->key, p->key),
 	    "observe a deletion", r->key);
-	sync_enqueue(s, r->key, 0);
+	enqueue(s, r->key);
 }
 
 static void
@@ -85,7 +111,7 @@ add_pod(struct sync *s, const struct pod *p)
 		rs_info(4, "pod %s created, observed by %s", p->key, r->key);
 		exp_warn(rs_exp_creation_observed(s->exp, r->key),
 		    "observe a creation", r->key);
-		sync_enqueue(s, r->key, 0);
+		enqueue(s, r->key);
 		return;
 	}
 	enqueue_matching(s, p);
@@ -119,11 +145,11 @@ update_pod(struct sync *s, const struct pod *old, const struct pod *cur)
 	}
 	ref_changed = !same_ref(old, cur);
 	if (ref_changed && old->ctrl_uid && (r = pod_owner(s, old)))
-		sync_enqueue(s, r->key, 0);
+		enqueue(s, r->key);
 	if (cur->ctrl_uid) {
 		if ((r = pod_owner(s, cur)) == NULL)
 			return;
-		sync_enqueue(s, r->key, 0);
+		enqueue(s, r->key);
 		/* availability is a matter of time: look again once it passed */
 		if (!old->ready && cur->ready && r->min_ready > 0)
 			sync_enqueue(s, r->key, r->min_ready + 1.0);
@@ -137,7 +163,7 @@ static void
 delete_ctrl(struct sync *s, const char *key)
 {
 	exp_warn(rs_exp_delete(s->exp, key), "delete expectations", key);
-	sync_enqueue(s, key, 0);
+	enqueue(s, key);
 }
 
 static rs_code
@@ -217,7 +243,7 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 	/* updateRS: a new UID under the same name is a delete, then an add */
 	if (old && strcmp(old->uid, r->uid) != 0)
 		delete_ctrl(s, old->key);
-	sync_enqueue(s, r->key, 0);
+	enqueue(s, r->key);
 	ctrl_free(old);
 	return RS_OK;
 }
@@ -232,6 +258,16 @@ event_synced(struct sync *s, const char *resource)
 	rs_info(1, "%s synced", resource);
 }
 
+/* rs-watch's "at": when it read the event (absent from recordings older
+ * than it, and from hand-written lines: 0). */
+static double
+event_at(const cJSON *ev)
+{
+	const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "at");
+
+	return cJSON_IsNumber(at) && at->valuedouble > 0 ? at->valuedouble : 0;
+}
+
 rs_code
 handle_event(struct sync *s, const char *line, size_t len)
 {
@@ -241,11 +277,15 @@ handle_event(struct sync *s, const char *line, size_t len)
 	rs_code rc;
 
 	s->events++;
+	s->event_at = 0;
 	if ((rc = rs_json_parse(line, len, &ev, &where)) != RS_OK) {
 		rs_warn("event %lu: malformed JSON at byte %zu, skipped", s->events,
 		    where);
 		goto bad;
 	}
+	if ((s->event_at = event_at(ev)) > 0)
+		rs_stagestats_observe_since("rs_sync_event_delivery_seconds",
+		    NULL, s->event_at, rs_wall_now());
 	type = rs_json_str(ev, "type", NULL);
 	res = rs_json_str(ev, "resource", NULL);
 	if (type == NULL || res == NULL) {
@@ -283,9 +323,11 @@ handle_event(struct sync *s, const char *line, size_t len)
 	if (rc != RS_OK)
 		goto bad;
 out:
+	s->event_at = 0;
 	cJSON_Delete(ev);
 	return RS_OK;
 bad:
+	s->event_at = 0;
 	s->bad_events++;
 	cJSON_Delete(ev);
 	return rc;

@@ -1,11 +1,14 @@
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "intents.h"
 #include "json.h"
 #include "log.h"
 #include "rank.h"
 #include "reconcile.h"
+#include "stagestats.h"
 #include "status.h"
 
 struct podvec {
@@ -282,13 +285,32 @@ status(struct round *o)
 	return intent_emit(o->s, in);
 }
 
+/* A wall-clock time as rs-watch writes its "at": microseconds, so that
+ * the text neither grows nor loses what the stamp had. */
+static void
+add_time(cJSON *o, const char *name, double t)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof buf, "%.6f", t);
+	cJSON_AddRawToObject(o, name, buf);
+}
+
+/* The key's last line. event_at: the earliest event this sync acts on (0:
+ * none, as for a resync); sent_at: now, for rs-apply to tell how long the
+ * intents took to reach it (under --now, that time, so that a replay
+ * prints the same each run). */
 static rs_code
-end(struct sync *s, const char *key, const struct ctrl *r, double requeue)
+end(struct sync *s, const char *key, const struct ctrl *r, double requeue,
+    double event_at)
 {
 	cJSON *in = intent_new(s, "end", key, r);
 
 	if (requeue > 0)
 		cJSON_AddNumberToObject(in, "requeue_after", requeue);
+	if (event_at > 0)
+		add_time(in, "event_at", event_at);
+	add_time(in, "sent_at", sync_now(s));
 	return intent_emit(s, in);
 }
 
@@ -326,13 +348,12 @@ sync_ctrl(struct round *o)
 	return status(o);
 }
 
-rs_code
-reconcile(struct sync *s, const char *key)
+static rs_code
+sync_key(struct sync *s, const char *key, double event_at)
 {
 	struct round o = { .s = s, .now = sync_now(s) };
 	rs_code rc;
 
-	s->syncs++;
 	o.r = cache_ctrl(&s->cache, key);
 	if (o.r == NULL) {
 		rs_info(4, "%s %s has been deleted", s->kind->kind, key);
@@ -340,7 +361,7 @@ reconcile(struct sync *s, const char *key)
 		if (rc != RS_OK)
 			rs_warn("unable to delete expectations of %s: %s", key,
 			    rs_strerror(rc));
-		return end(s, key, NULL, 0);
+		return end(s, key, NULL, 0, event_at);
 	}
 	rc = sync_ctrl(&o);
 	cJSON_Delete(o.obj);
@@ -349,5 +370,20 @@ reconcile(struct sync *s, const char *key)
 	free(o.release.v);
 	if (rc != RS_OK)
 		return rc;
-	return end(s, key, o.r, o.requeue);
+	return end(s, key, o.r, o.requeue, event_at);
+}
+
+/* The key's event time is taken out whatever the sync does: the events
+ * are acted on from here, and a later one starts a new wait. */
+rs_code
+reconcile(struct sync *s, const char *key)
+{
+	int64_t t0 = rs_mono_ns();
+	rs_code rc;
+
+	s->syncs++;
+	rc = sync_key(s, key, pending_take(&s->pending, key));
+	rs_stagestats_observe("rs_sync_reconcile_seconds", NULL,
+	    (rs_mono_ns() - t0) / 1e9);
+	return rc;
 }

@@ -5,6 +5,7 @@
 #include "cache.h"
 #include "expectations.h"
 #include "line.h"
+#include "pending.h"
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
@@ -21,6 +22,9 @@ struct sync {
 	double fixed_now;              /* --now, for replay; 0 = the clock */
 	int synced_pods, synced_ctrls;
 	unsigned long events, bad_events, intents, syncs;
+	double event_at;               /* "at" of the event being handled, 0:
+	                                  none (or no event) */
+	struct pending pending;        /* the event times of queued keys */
 };
 
 double sync_now(const struct sync *s);

@@ -102,6 +102,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		reconcile(&s, key);
 	out.len = 0;   /* intents are thrown away */
 	cache_free(&s.cache);
+	pending_free(&s.pending);
 	free(buf);
 	return 0;
 }

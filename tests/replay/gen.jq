@@ -111,8 +111,15 @@ def object:
 	else ctrl("v1"; "ReplicationController"; json("sel"; {app: "web"})) end
 	| . * json("merge"; {});
 
+# at=TIME: rs-watch's stamp of when it read the event, in Unix seconds
+# (relative ones keep their fraction).
+def at:
+	opt("at") as $v
+	| if ($v | test("T")) then $v | fromdateiso8601
+	  else ($now | fromdateiso8601) + ($v | tonumber) end;
 {type: (opt("ev") // "ADDED"),
- resource: ({pod: "pods", rs: "replicasets", rc: "replicationcontrollers"}[$kind]),
- object: object}
+ resource: ({pod: "pods", rs: "replicasets", rc: "replicationcontrollers"}[$kind])}
++ (if given("at") then {at: at} else {} end)
++ {object: object}
 + (if opt("unknown") == "1" then {final_state_unknown: true} else {} end)
 | tojson end

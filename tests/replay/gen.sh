@@ -15,13 +15,14 @@
 # Builders (options are key=value; times are seconds relative to NOW or
 # RFC 3339):
 #   rs NAME   [ev= ns= uid= rv= gen= replicas= minready= sel=JSON tmpl=JSON
-#              status=JSON owner=DEPLOYMENT_UID deleted= created= merge=JSON]
+#              status=JSON owner=DEPLOYMENT_UID deleted= created= merge=JSON
+#              at= (rs-watch's "at", a time like the others)]
 #   rc NAME   [same; sel is a map]
 #   pod NAME  [ev= ns= uid= rv= labels=JSON node= (empty: unassigned)
 #              phase= ready=SECONDS|no|none|nolt created= (empty: none)
 #              restarts= sidecar_restarts= init_restarts= cost= deleted=
 #              own=RS ownrc=RC ctl=KIND/NAME/UID nonctl=KIND/NAME/UID
-#              orphan=1 unknown=1 merge=JSON]
+#              orphan=1 unknown=1 merge=JSON at=]
 #   raw LINE        a line as is (malformed input)
 #   synced [RES]    SYNCED for pods and RES (default replicasets)
 #   expect "WHAT" <<'EOF' ... EOF     the case's expect.jq
@@ -1084,6 +1085,40 @@ pod web-a ev=MODIFIED rv=201 ready=no
 expect "events after SYNCED update the cache like listed ones: the pod's MODIFIED readiness is what status reports" <<'EOF'
 ops == ["create", "status", "end"] and count == 1
 and status.replicas == 1 and (status | has("readyReplicas") | not)
+EOF
+
+### event times (doc/intents.md, end) ##########################################
+
+case_ event-at-earliest --once ns/web $T
+rs web replicas=2
+pod other-a ctl=ReplicaSet/other/uid-rs-other at=-40
+pod web-a at=-19.5
+pod web-b at=-10
+synced
+expect "the end carries the \"at\" of the earliest event that queued the key (web-a's, fraction kept), not of an event for another controller, nor of one without \"at\"; sent_at is --now" <<'EOF'
+ops == ["status", "end"]
+and fin.event_at == ("2026-01-01T00:09:40Z" | fromdateiso8601) + 0.5
+and fin.sent_at == ("2026-01-01T00:10:00Z" | fromdateiso8601)
+EOF
+
+case_ event-at-absent --once ns/web $T
+rs web replicas=2
+pod web-a
+pod web-b
+synced
+expect "events without \"at\" (a recording older than it): no event_at on the end, sent_at all the same" <<'EOF'
+ops == ["status", "end"]
+and (fin | has("event_at") | not)
+and fin.sent_at == ("2026-01-01T00:10:00Z" | fromdateiso8601)
+EOF
+
+case_ event-at-deleted --once ns/web $T
+rs web replicas=2 at=-30
+synced
+rs web ev=DELETED at=-5
+expect "a deleted controller's last end carries the earliest event not acted on: its ADDED" <<'EOF'
+ops == ["end"] and (fin | has("owner") | not)
+and fin.event_at == ("2026-01-01T00:09:30Z" | fromdateiso8601)
 EOF
 
 flush
