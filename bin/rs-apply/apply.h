@@ -6,6 +6,7 @@
 #define RS_APPLY_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <cJSON.h>
 
 #include "code.h"
@@ -39,7 +40,11 @@ struct intent {
 	const cJSON *object, *old_status;      /* status */
 	int has_requeue;                       /* end */
 	double requeue_after;
+	double event_at, sent_at;              /* end: wall-clock stamps of
+	                                          rs-watch and rs-sync, 0 when
+	                                          absent */
 	int broken;                    /* end: synthesised, the real one was lost */
+	int64_t read_ns;               /* monotonic, when read; 0: never read */
 };
 
 /* intent.c */
@@ -70,6 +75,8 @@ struct key {
 	enum owner_check check;
 	char *check_err;               /* why adoption is refused */
 	unsigned long nreq;            /* requests sent this round (for -v) */
+	int64_t round_ns;              /* when its first intent was read, 0:
+	                                  not known */
 };
 
 void keys_init(void);
@@ -89,6 +96,14 @@ void key_step_done(struct key *k);
 /* Records a create/delete failure for the ReplicaFailure condition; the
  * first one of a round wins, as upstream returns the first error. */
 void key_fail(struct key *k, const char *reason, const char *message);
+
+/* latency.c: how long intents and keys take (doc/metrics.md). */
+/* Declares the families; stats_open calls it. */
+void latency_declare(void);
+/* An intent was just read: stamps it; an end's sent_at is observed. */
+void latency_read(struct intent *in);
+/* A key's end was reported: observes its round and its event's path. */
+void latency_end(const struct key *k, const struct intent *end);
 
 /* The steps: each returns 1 when it has requests in flight (it will call
  * key_step_done), 0 when it finished at once. They take their intents. */

@@ -143,12 +143,24 @@ decode_status(struct intent *in)
 	return NULL;
 }
 
+/* A wall-clock stamp for the latency figures: one that is absent or not
+ * a positive number is no stamp (0), never a reason to fail the key. */
+static double
+stamp(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+
+	return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+}
+
 static const char *
 decode_end(struct intent *in)
 {
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(in->json,
 	    "requeue_after");
 
+	in->event_at = stamp(in->json, "event_at");
+	in->sent_at = stamp(in->json, "sent_at");
 	if (r == NULL || cJSON_IsNull(r))
 		return NULL;
 	if (!cJSON_IsNumber(r) || r->valuedouble < 0 || isnan(r->valuedouble))

@@ -117,6 +117,7 @@ round_reset(struct key *k)
 	free(k->check_err);
 	k->check_err = NULL;
 	k->nreq = 0;
+	k->round_ns = 0;
 }
 
 static void
@@ -134,6 +135,7 @@ key_end(struct key *k, struct intent *in)
 		rs_info(2, "%s: synced (%lu requests)", k->name, k->nreq);
 	if (!app.dry_run)
 		fx_end(k->name, k->failed, in->has_requeue, in->requeue_after);
+	latency_end(k, in);
 	round_reset(k);
 }
 
@@ -171,6 +173,9 @@ key_run(struct key *k)
 	int ended = 0;
 
 	while (!k->running && (in = key_pop(k)) != NULL) {
+		/* a round starts with the first intent after an end */
+		if (k->round_ns == 0)
+			k->round_ns = in->read_ns;
 		ended = in->op == OP_END;
 		k->running = step_start(k, in);
 	}
@@ -210,6 +215,7 @@ keys_feed(struct intent *in)
 {
 	struct key *k;
 
+	latency_read(in);
 	if (in->key == NULL) {
 		/* no key named: it belongs to the key being read, if any */
 		if (open_key != NULL) {

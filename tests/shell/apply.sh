@@ -498,6 +498,55 @@ test_requeue_after() {
   assertEquals "not queued yet" 0 "$(q_stat len)"
 }
 
+# hist STATS NAME: "count sum" of an unlabelled histogram in a stats file.
+hist() {
+  jq -r --arg n "$2" '.families[] | select(.name == $n) | .samples[0]
+    | "\(.count) \(.sum)"' "$1"
+}
+
+# The stamps of an end line (doc/intents.md) time the key: from rs-sync's
+# write (sent_at) to this read, from the event (event_at) to the end, and
+# the writes from the first intent to the end. A stamp that is no positive
+# number is ignored, and never fails its key; an end without stamps times
+# the writes only.
+test_end_stamps_time_the_key() {
+  need_cluster || return
+  ns=$(new_ns stamps)
+  mk_rs "$ns" web
+  mk_rs "$ns" db
+  mk_rs "$ns" old
+  q_hold "$ns/web"
+  q_hold "$ns/db"
+  q_hold "$ns/old"
+  now=$(date +%s.%N)
+  sent=$(mawk -v t="$now" 'BEGIN { printf "%.6f", t - 0.5 }')
+  ev=$(mawk -v t="$now" 'BEGIN { printf "%.6f", t - 2 }')
+  { create_intent "$ns" web 1
+    intent end "$ns" web "{\"event_at\":$ev,\"sent_at\":$sent}"
+    intent end "$ns" db '{"event_at":"yesterday","sent_at":-1}'
+    intent end "$ns" old; } | apply 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  stats=$RS_STATE_DIR/stats/rs-apply.json
+  assertEquals "intent delivery: the one sent_at" 1 \
+    "$(hist "$stats" rs_apply_intent_delivery_seconds | cut -d' ' -f1)"
+  assertTrue "intent delivery: at least 0.5 s: $(hist "$stats" rs_apply_intent_delivery_seconds)" \
+    "hist $stats rs_apply_intent_delivery_seconds | mawk '{ ok = \$2 >= 0.5 && \$2 < 30 } END { exit !ok }'"
+  assertEquals "event to end: the one event_at" 1 \
+    "$(hist "$stats" rs_apply_event_to_end_seconds | cut -d' ' -f1)"
+  assertTrue "event to end: at least 2 s: $(hist "$stats" rs_apply_event_to_end_seconds)" \
+    "hist $stats rs_apply_event_to_end_seconds | mawk '{ ok = \$2 >= 2 && \$2 < 30 } END { exit !ok }'"
+  assertEquals "every key's writes timed" 3 \
+    "$(hist "$stats" rs_apply_key_seconds | cut -d' ' -f1)"
+  assertTrue "the create took some time: $(hist "$stats" rs_apply_key_seconds)" \
+    "hist $stats rs_apply_key_seconds | mawk '{ ok = \$2 > 0 && \$2 < 30 } END { exit !ok }'"
+  assertEquals "the pod created" 1 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  grep -q "warning" "$TMP/log" && fail "a warning: $(grep warning "$TMP/log")"
+  if [ -n "$QSOCK" ]; then
+    assertEquals "bad stamps fail no key" 0 "$(q_stat retries_total)"
+    assertEquals "all done" 0 "$(q_stat processing)"
+  fi
+}
+
 test_replicationcontroller_owner() {
   need_cluster || return
   ns=$(new_ns rc)

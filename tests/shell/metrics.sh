@@ -3,7 +3,7 @@
 # requests on /dev/tcp), with the stages' stats files written by the real
 # stages. The readiness test feeds rs-sync from a FIFO by hand, so that the
 # moment before SYNCED can be observed; the last test scrapes the whole
-# controller at work on the test cluster.
+# controller at work on the test cluster, latency histograms included.
 . "$(dirname "$0")/lib.sh"
 
 MURL=
@@ -96,6 +96,33 @@ prom_valid() {
     n++
   }
   END { if (n == 0) { print "no sample"; bad = 1 } exit bad }' "$1"
+}
+
+# The buckets of the latency histograms (doc/metrics.md), as written.
+LATENCY_LE='1e-05 2e-05 5e-05 0.0001 0.0002 0.0005 0.001 0.002 0.005 0.01 0.02 0.05 0.1 0.2 0.5 1 2 5 10 20 50 +Inf'
+
+# latency_ok FILE NAME MAX_MEAN: the unlabelled histogram NAME has the
+# latency buckets, cumulative counts, a +Inf bucket equal to its count, at
+# least one observation, and a sum from 0 to count * MAX_MEAN seconds.
+# Prints what is wrong, if anything.
+latency_ok() {
+  mawk -v n="$2" -v max="$3" -v want="$LATENCY_LE" '
+  index($0, n "_bucket{le=\"") == 1 {
+    le = $1; sub(/^[^"]*"/, "", le); sub(/".*$/, "", le)
+    les = les (les == "" ? "" : " ") le
+    if ($2 + 0 < prev) bad = bad " buckets not cumulative at " le ";"
+    prev = $2 + 0; inf = $2 + 0
+  }
+  $1 == n "_sum" { sum = $2 + 0; has_sum = 1 }
+  $1 == n "_count" { count = $2 + 0; has_count = 1 }
+  END {
+    if (!has_count || !has_sum) { print n ": no _count or _sum"; exit 1 }
+    if (les != want) bad = bad " buckets [" les "];"
+    if (count < 1) bad = bad " count " count ";"
+    if (inf != count) bad = bad " +Inf " inf " != count " count ";"
+    if (sum < 0 || sum > count * max) bad = bad " sum " sum " for " count ";"
+    if (bad != "") { print n ":" bad; exit 1 }
+  }' "$1"
 }
 
 # value FILE SERIES: the value of one series, exactly as written.
@@ -279,6 +306,39 @@ test_metrics_of_the_controller_at_work() {
   assertTrue "POSTs labelled by host and stage" \
     "grep -Eq '^rest_client_requests_total\\{code=\"201\",method=\"POST\",host=\"[^\"]+:[0-9]+\",stage=\"rs-apply\"\\} ' '$TMP/b'"
   assertTrue "stages' ages" "grep -q '^rs_stage_stats_age_seconds{stage=\"rs-sync\"} ' '$TMP/b'"
+  # where the key's time went: each family observed (the stats files are
+  # rewritten once a second), sums of sane size
+  timed() {
+    scrape "$TMP/c" &&
+    for h in rs_sync_event_delivery_seconds rs_sync_reconcile_seconds \
+        rs_apply_intent_delivery_seconds rs_apply_key_seconds \
+        rs_apply_event_to_end_seconds; do
+      [ "$(value "$TMP/c" "${h}_count")" != none ] &&
+      [ "$(value "$TMP/c" "${h}_count")" -gt 0 ] || return 1
+    done
+  }
+  assertTrue "latency histograms observed: $(grep -c '_seconds_count' "$TMP/c" 2>/dev/null)" \
+    "wait_for 20 timed"
+  prom_valid "$TMP/c"
+  assertEquals "format with the latency histograms" 0 $?
+  for h in rs_sync_event_delivery_seconds:5 rs_sync_reconcile_seconds:1 \
+      rs_apply_intent_delivery_seconds:5 rs_apply_key_seconds:30 \
+      rs_apply_event_to_end_seconds:60; do
+    why=$(latency_ok "$TMP/c" "${h%%:*}" "${h##*:}")
+    assertEquals "${h%%:*}" "" "$why"
+  done
+  assertTrue "histogram type" \
+    "grep -qx '# TYPE rs_apply_event_to_end_seconds histogram' '$TMP/c'"
+  assertTrue "syncs timed" \
+    "[ $(value "$TMP/c" rs_sync_reconcile_seconds_count) -ge $(value "$TMP/b" rs_sync_syncs_total) ]"
+  # the key's end line: the event that queued it, then rs-sync's write,
+  # both within the run
+  now=$(date +%s)
+  end=$(jq -c --arg k "$ns/web" 'select(.op == "end" and .key == $k and .event_at)' \
+    "$TMP/intents.ndjson" | head -1)
+  assertNotEquals "an end of $ns/web with event_at" "" "$end"
+  assertTrue "event_at <= sent_at, within the last minute: $end" \
+    "echo '$end' | jq -e --argjson now $now '.event_at <= .sent_at and .sent_at <= \$now + 1 and .event_at > \$now - 60'"
   stop_controller
 }
 
