@@ -707,16 +707,21 @@ slot_put(struct rs_kube *k, struct kslot *s)
 		slot_free(s);
 }
 
-/* Lines came in this pass: the batch is out; let the next one gather. */
+/* Lines came in this pass: the batch is out. In a storm (lines came
+ * within settle_ms of the last ones), let the next batch gather. */
 static void
 batch_idle(struct kreq *r, int running)
 {
-	long ms = r->batch->settle_ms;
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	int64_t now = rs_mono_ns(), window = r->batch->settle_ms * 1000000LL;
+	struct timespec ts = { window / 1000000000, window % 1000000000 };
+	int storm = r->batch_last > 0 && now - r->batch_last < window;
 
 	r->batch->idle(r->fn_arg);
-	if (running && ms > 0)
+	if (running && storm) {
 		nanosleep(&ts, NULL);
+		now = rs_mono_ns();
+	}
+	r->batch_last = now;   /* reading goes on from here */
 }
 
 /* curl_easy_perform, but polling r->stop every 100 ms. Returns 1 when

@@ -104,10 +104,12 @@ rs_code rs_kube_do(struct rs_kube *k, const char *method, const char *path,
  * with RS_ETOOBIG. */
 typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
 /* Batching a stream (batch may be NULL): idle(arg) is called each time the
- * lines that had arrived are all handed out (flush what fn buffered), and
- * then reading waits settle_ms, so that at a high event rate each read
- * brings several lines: fewer, larger writes downstream, for at most
- * settle_ms more latency. */
+ * lines that had arrived are all handed out (flush what fn buffered). In a
+ * storm, when lines came less than settle_ms after the last ones, reading
+ * then waits settle_ms, so that each read brings several lines: fewer,
+ * larger writes downstream. The first lines after a quiet spell are never
+ * held: a lone event costs no latency, the last of a storm settle_ms at
+ * most. */
 struct rs_kube_batch {
 	void (*idle)(void *arg);
 	long settle_ms;

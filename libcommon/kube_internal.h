@@ -92,6 +92,7 @@ struct kreq {
 	rs_kube_line_fn fn;
 	void *fn_arg;
 	const struct rs_kube_batch *batch;
+	int64_t batch_last;           /* when lines last came (monotonic) */
 	unsigned long lines;          /* handed to fn */
 	rs_code cb_rc;                /* why a callback stopped the transfer */
 	volatile int *stop;

@@ -33,9 +33,13 @@ USAGE
 "Flags:\n"
 "      --concurrency N      keys in flight at once (default 16); past it\n"
 "                           standard input is not read\n"
-"      --batch DUR          after a wake-up that brought API answers, wait\n"
-"                           DUR before looking again, so that one wake-up\n"
-"                           takes several (default 10ms; 0: none)\n"
+"      --batch DUR          after a wake-up that brought API answers, take\n"
+"                           the next ones together for a quarter of the time\n"
+"                           the server needs for the requests in flight, at\n"
+"                           most DUR (default 10ms; 0: every answer at once)\n"
+"      --max-in-flight N    API requests in flight at once (default 1024)\n"
+"      --streams N          HTTP/2 streams per connection; more requests\n"
+"                           in flight open more connections (default 64)\n"
 "      --dry-run            print the requests as NDJSON lines\n"
 "                           {\"method\",\"path\",\"body\"} instead of sending\n"
 "                           them; neither rs-queue nor the expectations file\n"
@@ -61,7 +65,8 @@ USAGE
 "signal exits at once with 111.\n"
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
-enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH };
+enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH,
+	OPT_INFLIGHT, OPT_STREAMS };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
@@ -70,6 +75,8 @@ static const struct option own_opts[] = {
 	{ "no-queue", no_argument, NULL, OPT_NOQUEUE },
 	{ "expectations", required_argument, NULL, OPT_EXP },
 	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "max-in-flight", required_argument, NULL, OPT_INFLIGHT },
+	{ "streams", required_argument, NULL, OPT_STREAMS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -114,6 +121,14 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_BATCH:
 			f->cf.kopts.settle_ms = rs_flag_batch_ms(optarg,
 			    "--batch");
+			break;
+		case OPT_INFLIGHT:
+			f->cf.kopts.max_running = (int)rs_flag_long(optarg, 1,
+			    65536, "--max-in-flight");
+			break;
+		case OPT_STREAMS:
+			f->cf.kopts.streams = (int)rs_flag_long(optarg, 1,
+			    65536, "--streams");
 			break;
 		case 'h':
 			fputs(help_text, stdout);
@@ -170,6 +185,7 @@ stats_open(void)
 	    "Keys being read, run or waiting.", NULL, 0);
 	rs_stagestats_declare("rs_apply_requests_pending", RS_STAT_GAUGE,
 	    "API requests queued or in flight.", NULL, 0);
+	latency_declare();
 }
 
 static void
