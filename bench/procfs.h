@@ -1,6 +1,6 @@
 /* procfs.h: what the benchmarks read of a process in /proc, read directly
  * (no process started per sample). Header-only: each bench tool is one
- * source file built by its run script. */
+ * source file (the Makefile builds bench/NAME/TOOL.c into build/bench/TOOL). */
 #ifndef RS_BENCH_PROCFS_H
 #define RS_BENCH_PROCFS_H
 

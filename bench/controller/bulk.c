@@ -30,14 +30,21 @@
  *       generation, and their readyReplicas add up to READY: reached only
  *       after having been false once, so that a state from before the
  *       action does not count.
+ *   kick COUNT [--pause MS] [--timeout S]
+ *       COUNT times: deletes a pod of NS, then waits until a watch on the
+ *       pods of NS sees a new one (the controller's replacement) and
+ *       pauses MS (default 50) before the next delete; the victim is the
+ *       newest pod. For the reaction benchmark (bench/reaction/run), which
+ *       reads the latencies from the API server's audit log.
  *
  * Output on stdout, one "name value..." a line: "t0 T" (wall-clock seconds
  * when the first write was sent, after any listing), "t1 T" (when the last
  * answer came), "deleted N" (churn), "req VERB RESOURCE N" for each kind of
  * request sent (LIST and WATCH as the API server's metrics name them, so
  * that the caller can subtract them); wait prints "watching" once its watch
- * is about to open, then "converged T". Exit 0, 1 when a request was
- * refused, 111 on transport failures, 100 on usage. */
+ * is about to open, then "converged T"; kick prints "kick_ms X" for each
+ * delete (from its answer to the new pod seen), then "kicks N". Exit 0, 1
+ * when a request was refused, 111 on transport failures, 100 on usage. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -45,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -57,6 +65,8 @@
 
 #define IMAGE "registry.k8s.io/pause:3.10"
 #define TRIES 5
+#define TRIES_429 1000          /* TooManyRequests: the server's own
+                                   in-flight limit, below --inflight */
 
 static const char usage_text[] =
     "usage: bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] "
@@ -65,13 +75,14 @@ static const char usage_text[] =
     "  scale NAME REPLICAS [--pods] [--status]\n"
     "  ready [--status]\n"
     "  churn FRACTION SEED [--replace] [--status]\n"
-    "  wait COUNT READY [--timeout S]\n";
+    "  wait COUNT READY [--timeout S]\n"
+    "  kick COUNT [--pause MS] [--timeout S]\n";
 
 struct req {
 	char *method, *path, *body;
 	const char *ctype;
 	const char *verb, *res;        /* for the tally */
-	int tries;
+	int tries, tries429;
 	int id;                        /* for the answer handler */
 };
 
@@ -199,6 +210,11 @@ ticket_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	if (rc == RS_OK) {
 		if (b->answer)
 			b->answer(b, r, resp->body);
+	} else if (rc == RS_EAPI && resp->code == 429 &&
+	    ++r->tries429 < TRIES_429) {
+		/* a depth over the server's --max-requests-inflight: the
+		 * surplus is refused at once and sent again (counted again) */
+		b->retry[b->nretry++] = (int)t->i;
 	} else if (retryable(rc, resp) && ++r->tries < TRIES) {
 		b->retry[b->nretry++] = (int)t->i;
 	} else {
@@ -865,6 +881,172 @@ cmd_wait(struct bulk *b, int argc, char **argv)
 	return 0;
 }
 
+/* kick */
+
+struct kicker {
+	struct bulk *b;
+	struct rs_strmap seen;      /* names of the pods seen */
+	char victim[256];           /* deleted, its replacement awaited */
+	double deleted;             /* when the delete was answered */
+	long want, done;
+	long pause_ms;
+	char rv[64];
+};
+
+static void
+kick_delete(struct kicker *k, const char *name)
+{
+	struct rs_kresp resp;
+	char *path;
+	rs_code rc;
+
+	snprintf(k->victim, sizeof k->victim, "%s", name);
+	path = xprintf("/api/v1/namespaces/%s/pods/%s", k->b->ns, name);
+	if (k->b->t0 == 0)
+		k->b->t0 = rs_wall_now();
+	count(k->b, "DELETE", "pods");
+	rc = rs_kube_do(k->b->k, "DELETE", path, NULL, NULL, 0, &resp);
+	k->deleted = rs_wall_now();
+	if (rc != RS_OK)
+		rs_fatal(rc == RS_EAPI || rc == RS_ENOTFOUND ? 1 :
+		    rs_exit_code(rc), "unable to DELETE %s: %s: %s", path,
+		    rc == RS_EAPI || rc == RS_ENOTFOUND ? resp.status.reason :
+		    rs_strerror(rc), resp.status.message);
+	rs_kresp_free(&resp);
+	free(path);
+}
+
+static int
+kick_seen(struct kicker *k, const char *name)
+{
+	char *key;
+
+	if (name == NULL || rs_strmap_get(&k->seen, name) != NULL)
+		return 1;
+	key = xprintf("%s", name);
+	if (rs_strmap_put(&k->seen, key, key, NULL) != RS_OK)
+		rs_fatal(111, "unable to allocate");
+	return 0;
+}
+
+static rs_code
+kick_line(void *arg, char *line, size_t len)
+{
+	struct kicker *k = arg;
+	const char *type, *name, *rv;
+	cJSON *e = NULL;
+	struct timespec ts;
+
+	if (rs_json_parse(line, len, &e, NULL) != RS_OK)
+		return RS_OK;
+	type = rs_json_str(e, "type", NULL);
+	if (type && strcmp(type, "ERROR") == 0)
+		rs_fatal(111, "watch error: %s", line);
+	rv = rs_json_str(e, "object", "metadata", "resourceVersion", NULL);
+	if (rv)
+		snprintf(k->rv, sizeof k->rv, "%s", rv);
+	name = rs_json_str(e, "object", "metadata", "name", NULL);
+	if (type == NULL || strcmp(type, "ADDED") != 0 || name == NULL ||
+	    kick_seen(k, name)) {
+		cJSON_Delete(e);
+		return RS_OK;
+	}
+	k->done++;
+	printf("kick_ms %.3f\n", (rs_wall_now() - k->deleted) * 1000);
+	k->b->t1 = rs_wall_now();
+	if (k->done == k->want) {
+		cJSON_Delete(e);
+		return RS_EEOF;
+	}
+	ts.tv_sec = k->pause_ms / 1000;
+	ts.tv_nsec = k->pause_ms % 1000 * 1000000L;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+	kick_delete(k, name);
+	cJSON_Delete(e);
+	return RS_OK;
+}
+
+static int
+cmd_kick(struct bulk *b, int argc, char **argv)
+{
+	struct kicker k = { .b = b, .pause_ms = 50 };
+	double timeout = 600, end;
+	const cJSON *it, *newest = NULL;
+	const char *newest_ts = NULL;
+	char *path;
+	cJSON *list;
+
+	if (argc < 2)
+		usage(100);
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--pause") == 0 && i + 1 < argc)
+			k.pause_ms = atol(argv[++i]);
+		else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
+			timeout = atof(argv[++i]);
+		else
+			usage(100);
+	}
+	k.want = atol(argv[1]);
+	if (k.want < 1 || k.pause_ms < 0)
+		usage(100);
+	rs_strmap_init(&k.seen);
+	end = rs_wall_now() + timeout;
+	path = xprintf("/api/v1/namespaces/%s/pods", b->ns);
+	list = get_json(b, path, "LIST", "pods");
+	free(path);
+	cJSON_ArrayForEach(it, rs_json_get(list, "items", NULL)) {
+		const char *ts = rs_json_str(it, "metadata",
+		    "creationTimestamp", NULL);
+
+		kick_seen(&k, rs_json_str(it, "metadata", "name", NULL));
+		if (newest == NULL || (ts && newest_ts &&
+		    strcmp(ts, newest_ts) > 0)) {
+			newest = it;
+			newest_ts = ts;
+		}
+	}
+	if (newest == NULL)
+		rs_fatal(1, "unable to kick: no pod in %s", b->ns);
+	snprintf(k.rv, sizeof k.rv, "%s",
+	    rs_json_str(list, "metadata", "resourceVersion", NULL));
+	/* the watch starts from the list, so the first replacement is seen
+	 * however soon it comes */
+	kick_delete(&k, rs_json_str(newest, "metadata", "name", NULL));
+	cJSON_Delete(list);
+	while (k.done < k.want) {
+		struct rs_kresp resp;
+		double left = end - rs_wall_now();
+		rs_code rc;
+
+		if (left <= 0)
+			rs_fatal(111, "unable to kick: no replacement for %s "
+			    "after %.0f s (%ld of %ld done)", k.victim, timeout,
+			    k.done, k.want);
+		path = xprintf("/api/v1/namespaces/%s/pods?watch=1"
+		    "&allowWatchBookmarks=true&resourceVersion=%s"
+		    "&timeoutSeconds=%ld", b->ns, k.rv, (long)left + 1);
+		count(b, "WATCH", "pods");
+		rc = rs_kube_stream(b->k, path, (long)(left * 1000) + 1000,
+		    kick_line, &k, NULL, NULL, &resp);
+		if (rc != RS_OK && rc != RS_EEOF && rc != RS_ETIMEOUT)
+			rs_fatal(rs_exit_code(rc), "unable to watch %s: %s %s",
+			    path, rs_strerror(rc), resp.status.message);
+		rs_kresp_free(&resp);
+		free(path);
+	}
+	printf("kicks %ld\n", k.done);
+	{
+		const char *key;
+		void *v;
+
+		for (size_t i = 0; rs_strmap_next(&k.seen, &i, &key, &v); )
+			free(v);
+	}
+	rs_strmap_free(&k.seen);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -902,6 +1084,7 @@ main(int argc, char **argv)
 	}
 	if (optind >= argc || b.ns == NULL || b.window < 1)
 		usage(100);
+	ko.max_running = b.window;   /* the window is the bound, not libcommon's */
 	if (rs_kube_config_load(&co, &cfg) != RS_OK)
 		rs_fatal(111, "unable to load the API configuration");
 	if (rs_kube_new(cfg, &ko, &b.k) != RS_OK)
@@ -919,6 +1102,8 @@ main(int argc, char **argv)
 		rc = cmd_churn(&b, argc, argv);
 	else if (strcmp(cmd, "wait") == 0)
 		rc = cmd_wait(&b, argc, argv);
+	else if (strcmp(cmd, "kick") == 0)
+		rc = cmd_kick(&b, argc, argv);
 	else
 		usage(100);
 	if (b.t0 > 0)
