@@ -67,7 +67,8 @@ struct rs_kube {
 	int64_t settle_until;         /* end of the window gathering answers */
 	int64_t last_answer;          /* when answers last came (monotonic) */
 	int64_t answer_gap;           /* average ns between answers */
-	int ran_since_answer;         /* requests in flight since then */
+	int ran_since_answer;         /* requests in flight since then (the
+	                                 fewest: those after the last answer) */
 };
 
 /* One request and its response, in any of the three interfaces. */

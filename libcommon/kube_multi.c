@@ -24,6 +24,12 @@
 
 #define KUBE_MULTI_RECV_BUFFER 4096
 
+/* Fewer requests in flight than this, and the server drains them in about
+ * a round trip: a window could only hold back the answer that unblocks the
+ * next step (the tail of a slow-start batch, a reaction), and leave the
+ * server idle meanwhile. */
+#define SETTLE_MIN_RUNNING 64
+
 static char *
 own_copy(char **w, const char *s, size_t n)
 {
@@ -217,8 +223,10 @@ start_due(struct rs_kube *k, int64_t now)
 	return n;
 }
 
-/* The time between two answers while requests were in flight all along
- * (a moving average): what the server takes per request of ours. */
+/* The time between two answers while many requests were in flight all
+ * along (a moving average): what the server takes per request of ours
+ * when it has a queue of them. With a few in flight the time between
+ * answers is a round trip, not the server's pace. */
 static void
 answer_pace(struct rs_kube *k, int n)
 {
@@ -226,14 +234,15 @@ answer_pace(struct rs_kube *k, int n)
 
 	if (n > 0) {
 		now = rs_mono_ns();
-		if (k->last_answer > 0 && k->ran_since_answer) {
+		if (k->last_answer > 0 && k->ran_since_answer >=
+		    SETTLE_MIN_RUNNING) {
 			gap = (now - k->last_answer) / n;
 			k->answer_gap = k->answer_gap == 0 ? gap :
 			    k->answer_gap + (gap - k->answer_gap) / 8;
 		}
 		k->last_answer = now;
 	}
-	k->ran_since_answer = k->nrunning > 0;
+	k->ran_since_answer = k->nrunning;
 }
 
 /* Hands out finished transfers; a 401 that fresh credentials may fix is
@@ -381,13 +390,11 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 /* After a wake-up that brought answers, the answers of a short window are
  * taken in one wake-up: libcurl works through every transfer of a
  * connection at each wake-up, so one per answer costs CPU that, on a small
- * machine, the API server needs. The window never leaves the server idle
- * or an answer that unblocks work waiting long: it lasts a quarter of the
- * time the server should take for the requests still in flight (their
- * number times the pace of answers), at most settle_ms. With one request
- * awaited (a reaction, the tail of a slow-start batch) it is next to
- * nothing; with hundreds, answers gather and wake-ups shrink as the work
- * drains. extra_fd is still watched meanwhile, so new work starts at once,
+ * machine, the API server needs. The window never leaves the server idle:
+ * it is taken only with many requests in flight, and lasts a quarter of
+ * the time the server should take for them (their number times the pace
+ * of answers), at most settle_ms; as the work drains, windows shrink and
+ * end, so the last answers are taken as they come. extra_fd is still watched meanwhile, so new work starts at once,
  * but the window ends at its deadline however often extra_fd wakes it.
  * Returns 1 when extra_fd is ready. */
 static int
@@ -397,8 +404,8 @@ settle(struct rs_kube *k, int *ms, int extra_fd)
 	struct timespec ts;
 	int64_t now, left, span;
 
-	if (k->busy && k->settle_ms > 0 && k->nrunning > 1 && *ms > 0 &&
-	    k->answer_gap > 0) {
+	if (k->busy && k->settle_ms > 0 && k->nrunning >= SETTLE_MIN_RUNNING &&
+	    *ms > 0 && k->answer_gap > 0) {
 		now = rs_mono_ns();
 		if (k->settle_until == 0) {
 			span = k->nrunning * k->answer_gap / 4;

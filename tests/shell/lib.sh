@@ -84,7 +84,11 @@ start_controller() {
 stop_controller() {
   for g in ${RS_PGIDS:-}; do kill -TERM -- "-$g" 2>/dev/null; done
   for g in ${RS_PGIDS:-}; do
-    wait_for 10 sh -c "! kill -0 -- -$g 2>/dev/null" || kill -KILL -- "-$g" 2>/dev/null
+    wait_for 10 sh -c "! kill -0 -- -$g 2>/dev/null" && continue
+    echo "stop_controller: the pipeline outlived TERM by 10 s: KILL" >&2
+    kill -KILL -- "-$g" 2>/dev/null
+    # gone before the caller removes the state directory it writes to
+    wait_for 5 sh -c "! kill -0 -- -$g 2>/dev/null"
   done
   RS_PGIDS=
   rs_cleanup
