@@ -4,7 +4,7 @@
 PREFIX  ?= /usr/local
 BUILD   ?= build
 CC      ?= cc
-PKGS     = libcurl libcjson yaml-0.1
+PKGS     = libcurl libcjson yaml-0.1 lmdb libmicrohttpd
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 ifdef CI
 WARN    += -Werror

@@ -7,6 +7,9 @@ need="
 libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
 libcjson-dev:/usr/include/cjson/cJSON.h
 libyaml-dev:/usr/include/yaml.h
+liblmdb-dev:/usr/include/lmdb.h
+lmdb-utils:cmd/mdb_dump
+libmicrohttpd-dev:/usr/include/microhttpd.h
 libcmocka-dev:/usr/include/cmocka.h
 pkg-config:cmd/pkg-config
 make:cmd/make
