@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "clientflags.h"
+#include "featuregate.h"
 #include "flag.h"
 #include "log.h"
 
@@ -19,6 +20,10 @@ static const struct option api_opts[] = {
 static const struct option rate_opts[] = {
 	{ "kube-api-qps", required_argument, NULL, RS_OPT_QPS },
 	{ "kube-api-burst", required_argument, NULL, RS_OPT_BURST },
+};
+
+static const struct option gate_opts[] = {
+	{ "feature-gates", required_argument, NULL, RS_OPT_GATES },
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -43,7 +48,7 @@ rs_flags_longopts(const struct option *own, unsigned sets)
 	while (own[n].name != NULL)
 		n++;
 	all = calloc(n + NELEM(log_opts) + NELEM(api_opts) + NELEM(rate_opts) +
-	    1, sizeof *all);
+	    NELEM(gate_opts) + 1, sizeof *all);
 	if (all == NULL)
 		rs_fatal(111, "unable to read the flags: %s",
 		    rs_strerror(RS_ENOMEM));
@@ -53,7 +58,9 @@ rs_flags_longopts(const struct option *own, unsigned sets)
 	if (sets & RS_FLAGS_API)
 		at = add(all, at, api_opts, NELEM(api_opts));
 	if (sets & RS_FLAGS_RATE)
-		add(all, at, rate_opts, NELEM(rate_opts));
+		at = add(all, at, rate_opts, NELEM(rate_opts));
+	if (sets & RS_FLAGS_GATES)
+		add(all, at, gate_opts, NELEM(gate_opts));
 	free(kept);
 	return kept = all;
 }
@@ -68,6 +75,13 @@ rs_flags_common(int c, const char *arg, struct rs_client_flags *cf)
 	case RS_OPT_LOGFMT:
 		rs_flag_log_format(arg);
 		return 1;
+	case RS_OPT_GATES: {
+		char why[160];
+
+		if (rs_feature_gates_set(arg, why, sizeof why) != RS_OK)
+			rs_flag_fail("invalid --feature-gates: %s", why);
+		return 1;
+	}
 	}
 	if (cf == NULL)
 		return 0;

@@ -1,7 +1,8 @@
 /* clientflags.h: the flags every tool reads alike. Logging: -v/--v N and
  * --log-format F. For the tools that talk to the API server, named and read
  * as kube-controller-manager's: --kubeconfig, --context, --master and, for
- * those with a client-side rate limit, --kube-api-qps and --kube-api-burst.
+ * those with a client-side rate limit, --kube-api-qps and --kube-api-burst;
+ * --feature-gates for the stages a gate changes.
  * A tool's long options are its own plus these (rs_flags_longopts); its
  * getopt loop gives each option it does not know to rs_flags_common. */
 #ifndef RS_CLIENTFLAGS_H
@@ -16,12 +17,13 @@ enum rs_flags_set {
 	RS_FLAGS_LOG = 1,              /* -v/--v, --log-format */
 	RS_FLAGS_API = 2,              /* --kubeconfig, --context, --master */
 	RS_FLAGS_RATE = 4,             /* --kube-api-qps, --kube-api-burst */
+	RS_FLAGS_GATES = 8,            /* --feature-gates (featuregate.h) */
 };
 
 /* Option codes the common flags use; a tool's own start below. */
 enum {
 	RS_OPT_KUBECONFIG = 0x4000, RS_OPT_CONTEXT, RS_OPT_MASTER, RS_OPT_QPS,
-	RS_OPT_BURST, RS_OPT_LOGFMT,
+	RS_OPT_BURST, RS_OPT_LOGFMT, RS_OPT_GATES,
 };
 
 struct rs_client_flags {

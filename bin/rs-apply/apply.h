@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "code.h"
+#include "expectations.h"
 #include "kube.h"
 #include "line.h"
 #include "strmap.h"
@@ -44,6 +45,8 @@ struct intent {
 	                                          rs-watch and rs-sync, 0 when
 	                                          absent */
 	int broken;                    /* end: synthesised, the real one was lost */
+	int retry;                     /* end: rs-sync asks for a RETRY (its
+	                                  cache is behind our writes) */
 	int64_t read_ns;               /* monotonic, when read; 0: never read */
 };
 
@@ -75,6 +78,8 @@ struct key {
 	enum owner_check check;
 	char *check_err;               /* why adoption is refused */
 	unsigned long nreq;            /* requests sent this round (for -v) */
+	struct rs_exp_written wrote;   /* resource versions written this
+	                                  round, for rs-sync's guard */
 	int64_t round_ns;              /* when its first intent was read, 0:
 	                                  not known */
 };
@@ -96,6 +101,12 @@ void key_step_done(struct key *k);
 /* Records a create/delete failure for the ReplicaFailure condition; the
  * first one of a round wins, as upstream returns the first error. */
 void key_fail(struct key *k, const char *reason, const char *message);
+/* A write for o succeeded and the server answered with body: its
+ * metadata.resourceVersion is kept (the newest per resource) and recorded
+ * at the key's end (upstream's WroteAt). resource is "pods", or NULL for
+ * the owner's own resource. */
+void key_wrote(struct key *k, const struct owner *o, const char *resource,
+    const struct rs_kresp *resp);
 
 /* latency.c: how long intents and keys take (doc/metrics.md). */
 /* Declares the families; stats_open calls it. */
@@ -180,6 +191,8 @@ void fx_end(const char *key, int failed, int has_after, double after);
  * starting rs-sync waits for this process before it drops the records. */
 void fx_hold(void);
 void fx_lower_creations(const char *key, long n);
+/* WroteAt for the writes of a round (before the key's end is reported). */
+void fx_wrote(const char *key, const struct rs_exp_written *w);
 void fx_deletion_observed(const char *key, const char *pod_key);
 /* Moves queue traffic without blocking; 1 while requests wait to go out. */
 int fx_io(void);

@@ -104,6 +104,7 @@ patch_done(void *arg, rs_code rc, struct rs_kresp *resp)
 
 	free(p);
 	if (rc == RS_OK) {
+		key_wrote(c->k, &in->owner, "pods", resp);
 		rs_info(2, "%s: %s pod %s/%s", c->k->name,
 		    in->op == OP_ADOPT ? "adopted" : "released", in->owner.ns,
 		    in->pod_name);

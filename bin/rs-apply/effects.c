@@ -159,6 +159,19 @@ fx_lower_creations(const char *key, long n)
 }
 
 void
+fx_wrote(const char *key, const struct rs_exp_written *w)
+{
+	struct rs_exp *e = exp_ready();
+	rs_code rc;
+
+	if (e == NULL)
+		return;
+	if ((rc = rs_exp_wrote(e, key, w->uid, w->w, w->n)) != RS_OK)
+		rs_warn("%s: unable to record the resource versions written: "
+		    "%s", key, rs_strerror(rc));
+}
+
+void
 fx_deletion_observed(const char *key, const char *pod_key)
 {
 	struct rs_exp *e = exp_ready();

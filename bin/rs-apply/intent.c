@@ -159,8 +159,14 @@ decode_end(struct intent *in)
 	const cJSON *r = cJSON_GetObjectItemCaseSensitive(in->json,
 	    "requeue_after");
 
+	const cJSON *retry = cJSON_GetObjectItemCaseSensitive(in->json,
+	    "retry");
+
 	in->event_at = stamp(in->json, "event_at");
 	in->sent_at = stamp(in->json, "sent_at");
+	if (retry != NULL && !cJSON_IsBool(retry))
+		return "retry is not a boolean";
+	in->retry = cJSON_IsTrue(retry);
 	if (r == NULL || cJSON_IsNull(r))
 		return NULL;
 	if (!cJSON_IsNumber(r) || r->valuedouble < 0 || isnan(r->valuedouble))

@@ -3,10 +3,13 @@
  * deletes, status, end), so that the status can carry the failure of the
  * writes before it; different keys run side by side. A key lives from its
  * first intent to the end that empties its FIFO. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apply.h"
+#include "featuregate.h"
+#include "jscan.h"
 #include "log.h"
 
 static struct rs_strmap keys;
@@ -118,6 +121,7 @@ round_reset(struct key *k)
 	k->check_err = NULL;
 	k->nreq = 0;
 	k->round_ns = 0;
+	memset(&k->wrote, 0, sizeof k->wrote);
 }
 
 static void
@@ -125,7 +129,11 @@ key_end(struct key *k, struct intent *in)
 {
 	if (in->broken)
 		k->failed = 1;
-	if (k->failed)
+	if (in->retry) {
+		k->failed = 1;
+		rs_info(2, "%s: rs-sync's cache is behind our writes, retry",
+		    k->name);
+	} else if (k->failed)
 		rs_info(2, "%s: sync failed, retry (%lu requests)", k->name,
 		    k->nreq);
 	else if (in->has_requeue)
@@ -133,6 +141,8 @@ key_end(struct key *k, struct intent *in)
 		    k->name, in->requeue_after, k->nreq);
 	else
 		rs_info(2, "%s: synced (%lu requests)", k->name, k->nreq);
+	if (!app.dry_run && k->wrote.n > 0)
+		fx_wrote(k->name, &k->wrote);
 	if (!app.dry_run)
 		fx_end(k->name, k->failed, in->has_requeue, in->requeue_after);
 	latency_end(k, in);
@@ -241,4 +251,44 @@ void
 keys_input_end(unsigned long lineno)
 {
 	close_open(lineno, "input ended inside the intents of");
+}
+
+/* The API group of an apiVersion: "apps/v1" -> "apps", "v1" -> "". */
+static void
+api_group(const char *api_version, char *out, size_t len)
+{
+	const char *slash = api_version ? strchr(api_version, '/') : NULL;
+	size_t n = slash ? (size_t)(slash - api_version) : 0;
+
+	if (n >= len)
+		n = 0;
+	memcpy(out, api_version, n);
+	out[n] = '\0';
+}
+
+void
+key_wrote(struct key *k, const struct owner *o, const char *resource,
+    const struct rs_kresp *resp)
+{
+	struct rs_exp_write w;
+
+	if (!rs_feature_enabled(RS_FEATURE_STALE_CONSISTENCY_RS) ||
+	    o->uid == NULL || resp == NULL || resp->body == NULL)
+		return;
+	memset(&w, 0, sizeof w);
+	if (rs_jscan_str(resp->body, resp->len, w.rv, sizeof w.rv, "metadata",
+	    "resourceVersion", NULL) != RS_OK)
+		return;
+	if (resource != NULL) {
+		snprintf(w.resource, sizeof w.resource, "%s", resource);
+	} else {
+		snprintf(w.resource, sizeof w.resource, "%s", o->resource);
+		api_group(o->api_version, w.group, sizeof w.group);
+	}
+	/* a new owner uid under the same key starts a new record */
+	if (strcmp(k->wrote.uid, o->uid) != 0) {
+		memset(&k->wrote, 0, sizeof k->wrote);
+		snprintf(k->wrote.uid, sizeof k->wrote.uid, "%s", o->uid);
+	}
+	(void)rs_exp_written_add(&k->wrote, &w);
 }

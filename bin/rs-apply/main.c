@@ -55,6 +55,10 @@ USAGE
 "      --kube-api-qps Q     client-side request rate, Events included\n"
 "                           (default 20; 0: unlimited)\n"
 "      --kube-api-burst N   client-side burst (default 30)\n"
+"      --feature-gates G    Name=bool,... as kube-controller-manager's:\n"
+"                           StaleControllerConsistencyReplicaSet (default\n"
+"                           true) records each write's resourceVersion in\n"
+"                           the expectations file for rs-sync's guard\n"
 "  -v, --v N                log verbosity: 2 decisions and slow-start\n"
 "                           batches, 3 events, 4 requests, 6 request bodies\n"
 "      --log-format F       text (default) or json\n"
@@ -105,7 +109,7 @@ static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
 	struct option *longopts = rs_flags_longopts(own_opts,
-	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE);
+	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE | RS_FLAGS_GATES);
 	int c;
 
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {

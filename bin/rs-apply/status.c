@@ -320,6 +320,7 @@ put_done(void *arg, rs_code rc, struct rs_kresp *resp)
 
 	if (rc == RS_OK) {
 		rs_info(4, "%s: status updated", s->k->name);
+		key_wrote(s->k, &s->in->owner, NULL, resp);
 		written_put(s->k->name, s->base_rv, cJSON_GetObjectItemCaseSensitive(
 		    s->object, "status"), resp);
 		status_finish(s);

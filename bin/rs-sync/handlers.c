@@ -159,10 +159,14 @@ update_pod(struct sync *s, const struct pod *old, const struct pod *cur)
 		enqueue_matching(s, cur);
 }
 
+/* deleteRS: expectations dropped, and the writes recorded for the owner
+ * of that uid (upstream's Clear; "" for any). */
 static void
-delete_ctrl(struct sync *s, const char *key)
+delete_ctrl(struct sync *s, const char *key, const char *uid)
 {
 	exp_warn(rs_exp_delete(s->exp, key), "delete expectations", key);
+	exp_warn(rs_exp_clear_written(s->exp, key, uid),
+	    "clear the recorded writes", key);
 	enqueue(s, key);
 }
 
@@ -219,6 +223,7 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 	if (strcmp(type, "DELETED") == 0) {
 		const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
 		const char *name = rs_json_str(take, "metadata", "name", NULL);
+		const char *uid = rs_json_str(take, "metadata", "uid", NULL);
 		char key[512];
 
 		if (ns == NULL || name == NULL) {
@@ -227,8 +232,8 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 		}
 		snprintf(key, sizeof key, "%s/%s", ns, name);
 		ctrl_free(cache_del_ctrl(&s->cache, key));
+		delete_ctrl(s, key, uid ? uid : "");
 		cJSON_Delete(take);
-		delete_ctrl(s, key);
 		return RS_OK;
 	}
 	if ((rc = ctrl_decode(s->kind, take, &r, why, sizeof why)) != RS_OK) {
@@ -242,7 +247,7 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 		return rc;
 	/* updateRS: a new UID under the same name is a delete, then an add */
 	if (old && strcmp(old->uid, r->uid) != 0)
-		delete_ctrl(s, old->key);
+		delete_ctrl(s, old->key, old->uid);
 	enqueue(s, r->key);
 	ctrl_free(old);
 	return RS_OK;

@@ -26,9 +26,10 @@
 
 #define USAGE \
 "usage: rs-sync [-v N] [--kind ReplicaSet|ReplicationController] [--queue PATH]\n" \
-"               [--expectations PATH] [--burst-replicas N] [--resync SECONDS]\n" \
+"               [--expectations PATH] [--expectations-map-size BYTES]\n" \
+"               [--burst-replicas N] [--resync SECONDS]\n" \
 "               [--no-terminating-replicas] [--keep-expectations] [--max-line BYTES]\n" \
-"               [--log-format text|json]\n" \
+"               [--feature-gates NAME=BOOL,...] [--log-format text|json]\n" \
 "       rs-sync --once KEY [--now RFC3339] [--expectations PATH] [-v N] < events.ndjson\n" \
 "       rs-sync --expectations-dump [--expectations PATH]\n"
 
@@ -44,7 +45,7 @@ struct opts {
 	const char *queue, *expectations, *once;
 	int burst, terminating, dump, keep_expectations;
 	double resync, now;
-	size_t max_line;
+	size_t max_line, map_size;
 };
 
 static volatile sig_atomic_t stopping;
@@ -80,7 +81,7 @@ static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_KIND = 256, O_QUEUE, O_EXP, O_BURST, O_RESYNC, O_ONCE, O_NOW,
-	    O_NOTERM, O_MAXLINE, O_DUMP, O_KEEP, O_HELP };
+	    O_NOTERM, O_MAXLINE, O_DUMP, O_KEEP, O_MAPSIZE, O_HELP };
 	static const struct option lo[] = {
 		{ "kind", required_argument, NULL, O_KIND },
 		{ "queue", required_argument, NULL, O_QUEUE },
@@ -93,10 +94,12 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "max-line", required_argument, NULL, O_MAXLINE },
 		{ "expectations-dump", no_argument, NULL, O_DUMP },
 		{ "keep-expectations", no_argument, NULL, O_KEEP },
+		{ "expectations-map-size", required_argument, NULL, O_MAPSIZE },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct option *longopts = rs_flags_longopts(lo, RS_FLAGS_LOG);
+	struct option *longopts = rs_flags_longopts(lo, RS_FLAGS_LOG |
+	    RS_FLAGS_GATES);
 	int c;
 
 	*o = (struct opts){ .kind = &kind_replicaset, .burst = 500,
@@ -125,6 +128,10 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_DUMP: o->dump = 1; break;
 		case O_KEEP: o->keep_expectations = 1; break;
+		case O_MAPSIZE:
+			o->map_size = (size_t)rs_flag_long(optarg, RS_EXP_MAP_MIN,
+			    1L << 40, "--expectations-map-size");
+			break;
 		case O_HELP: case 'h': fputs(USAGE, stdout); exit(0);
 		default:
 			if (!rs_flags_common(c, optarg, NULL))
@@ -136,9 +143,9 @@ parse_opts(int argc, char **argv, struct opts *o)
 }
 
 static struct rs_exp *
-open_expectations(const char *path, int nocreate)
+open_expectations(const char *path, int nocreate, size_t map_size)
 {
-	struct rs_exp_opts eo = { .nocreate = nocreate };
+	struct rs_exp_opts eo = { .nocreate = nocreate, .map_size = map_size };
 	struct rs_exp *e;
 	rs_code rc = rs_exp_open(path, &eo, &e);
 
@@ -194,9 +201,9 @@ run_once(struct sync *s, const struct opts *o)
 		if (mkdtemp(dir) == NULL)
 			rs_fatal(111, "unable to create %s: %s", dir, strerror(errno));
 		snprintf(path, sizeof path, "%s/expectations", dir);
-		s->exp = open_expectations(path, 0);
+		s->exp = open_expectations(path, 0, o->map_size);
 	} else {
-		s->exp = open_expectations(o->expectations, 1);
+		s->exp = open_expectations(o->expectations, 1, 0);
 	}
 	if (rs_line_reader_init(&in, 0, o->max_line) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
@@ -225,11 +232,13 @@ run_once(struct sync *s, const struct opts *o)
  * an earlier run (raised by an rs-sync killed before its intents left, or
  * lowered by no rs-apply) would only stall keys. An rs-apply holds the file
  * locked shared while it works: waiting for the exclusive lock means no
- * write of an earlier pipeline is still in flight. */
-static void
-fresh_expectations(struct rs_exp *e)
+ * write of an earlier pipeline is still in flight. A store too damaged to
+ * empty is made anew: nobody else writes it while the lock is held. */
+static struct rs_exp *
+fresh_expectations(struct rs_exp *e, const struct opts *o)
 {
 	int fd = open(rs_exp_path(e), O_RDONLY | O_CLOEXEC);
+	char lock[PATH_MAX];
 	rs_code rc;
 
 	if (fd < 0)
@@ -240,9 +249,20 @@ fresh_expectations(struct rs_exp *e)
 			rs_fatal(111, "unable to lock %s: %s", rs_exp_path(e),
 			    strerror(errno));
 	}
-	if ((rc = rs_exp_reset(e)) != RS_OK)
+	if ((rc = rs_exp_reset(e)) == RS_EPARSE) {
+		rs_warn("making %s anew", rs_exp_path(e));
+		snprintf(lock, sizeof lock, "%s-lock", rs_exp_path(e));
+		if (unlink(rs_exp_path(e)) < 0 || (unlink(lock) < 0 &&
+		    errno != ENOENT))
+			rs_fatal(111, "unable to remove %s: %s", rs_exp_path(e),
+			    strerror(errno));
+		rs_exp_close(e);
+		e = open_expectations(o->expectations, 0, o->map_size);
+	} else if (rc != RS_OK) {
 		rs_fatal(111, "unable to reset expectations: %s", rs_strerror(rc));
+	}
 	close(fd);
+	return e;
 }
 
 static void
@@ -271,6 +291,9 @@ stats_open(void)
 	    "Intent lines written.", NULL, 0);
 	rs_stagestats_declare("rs_sync_syncs_total", RS_STAT_COUNTER,
 	    "Keys reconciled.", NULL, 0);
+	rs_stagestats_declare("replicaset_controller_stale_sync_skips_total",
+	    RS_STAT_COUNTER, "Total number of ReplicaSet syncs skipped due to "
+	    "a stale watch cache.", NULL, 0);
 	rs_stagestats_declare("rs_sync_synced", RS_STAT_GAUGE,
 	    "1 once the resource's initial list is complete (SYNCED read).",
 	    NULL, 0);
@@ -347,9 +370,9 @@ run_loop(struct sync *s, const struct opts *o)
 	int eof = 0, buffered = 0;   /* lines read but not yet handled */
 	rs_code rc;
 
-	s->exp = open_expectations(o->expectations, 0);
+	s->exp = open_expectations(o->expectations, 0, o->map_size);
 	if (!o->keep_expectations)
-		fresh_expectations(s->exp);
+		s->exp = fresh_expectations(s->exp, o);
 	if ((rc = rs_queue_open(o->queue, &q)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));
@@ -439,7 +462,7 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	if (o.dump) {
-		struct rs_exp *e = open_expectations(o.expectations, 1);
+		struct rs_exp *e = open_expectations(o.expectations, 1, 0);
 
 		rs_line_writer_init(&out, 1, 0);
 		if (rs_exp_dump(e, &out) != RS_OK || rs_line_flush(&out) != RS_OK)

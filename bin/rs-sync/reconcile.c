@@ -1,13 +1,16 @@
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "featuregate.h"
 #include "intents.h"
 #include "json.h"
 #include "log.h"
 #include "rank.h"
 #include "reconcile.h"
+#include "resourceversion.h"
 #include "stagestats.h"
 #include "status.h"
 
@@ -296,6 +299,80 @@ add_time(cJSON *o, const char *name, double t)
 	cJSON_AddRawToObject(o, name, buf);
 }
 
+/* upstream's ConsistencyError: what the guard found behind */
+struct behind {
+	const struct rs_exp_write *w;
+	const char *read;
+};
+
+/* EnsureReady: 1 when the streams rs-sync has read have not reached a
+ * write rs-apply recorded for key (*b says which). A resource that
+ * compares to nothing, or whose stream gave no version yet, is not
+ * waited for, as upstream skips what it cannot compare. Ready, the
+ * record is cleared, as upstream's Clear(owner, record's uid). */
+static int
+behind_writes(struct sync *s, const char *key, struct rs_exp_written *wr,
+    struct behind *b)
+{
+	const char *read;
+	size_t i;
+	int cmp;
+	rs_code rc;
+
+	if (!rs_feature_enabled(RS_FEATURE_STALE_CONSISTENCY_RS))
+		return 0;
+	rc = rs_exp_written(s->exp, key, wr);
+	if (rc == RS_ENOTFOUND)
+		return 0;
+	if (rc != RS_OK) {
+		rs_warn("unable to read the writes recorded for %s: %s", key,
+		    rs_strerror(rc));
+		return 0;
+	}
+	for (i = 0; i < wr->n; i++) {
+		read = sync_read_rv(s, wr->w[i].resource);
+		if (read == NULL || rs_rv_compare(wr->w[i].rv, read, &cmp) !=
+		    RS_OK || cmp <= 0)
+			continue;
+		b->w = &wr->w[i];
+		b->read = read;
+		return 1;
+	}
+	rc = rs_exp_clear_written(s->exp, key, wr->uid);
+	if (rc != RS_OK)
+		rs_warn("unable to clear the writes recorded for %s: %s", key,
+		    rs_strerror(rc));
+	return 0;
+}
+
+/* A sync skipped for a stale cache: counted under upstream's name, and
+ * the key retried through rs-queue with its rate limit (rs-apply reports
+ * RETRY), as upstream requeues it rate-limited. */
+static rs_code
+stale_skip(struct sync *s, const char *key, const struct behind *b,
+    double event_at)
+{
+	char labels[2 * RS_EXP_RES_MAX + 32];
+	cJSON *in;
+
+	snprintf(labels, sizeof labels, "group=%s,resource=%s", b->w->group,
+	    b->w->resource);
+	rs_stagestats_add("replicaset_controller_stale_sync_skips_total",
+	    labels, 1);
+	s->stale_skips++;
+	rs_info(2, "%s: not synced: read version %s is not as new as written "
+	    "version %s for %s%s%s, retry", key, b->read, b->w->rv,
+	    b->w->resource, b->w->group[0] ? "." : "", b->w->group);
+	/* the event stays pending: the sync that acts on it comes later */
+	if (event_at > 0)
+		(void)pending_note(&s->pending, key, event_at, SIZE_MAX, NULL,
+		    NULL);
+	in = intent_new(s, "end", key, cache_ctrl(&s->cache, key));
+	cJSON_AddBoolToObject(in, "retry", 1);
+	add_time(in, "sent_at", sync_now(s));
+	return intent_emit(s, in);
+}
+
 /* The key's last line. event_at: the earliest event this sync acts on (0:
  * none, as for a resync); sent_at: now, for rs-apply to tell how long the
  * intents took to reach it (under --now, that time, so that a replay
@@ -352,12 +429,18 @@ static rs_code
 sync_key(struct sync *s, const char *key, double event_at)
 {
 	struct round o = { .s = s, .now = sync_now(s) };
+	struct rs_exp_written wr;
+	struct behind b;
 	rs_code rc;
 
+	if (behind_writes(s, key, &wr, &b))
+		return stale_skip(s, key, &b, event_at);
 	o.r = cache_ctrl(&s->cache, key);
 	if (o.r == NULL) {
 		rs_info(4, "%s %s has been deleted", s->kind->kind, key);
 		rc = rs_exp_delete(s->exp, key);
+		if (rc == RS_OK)
+			rc = rs_exp_clear_written(s->exp, key, NULL);
 		if (rc != RS_OK)
 			rs_warn("unable to delete expectations of %s: %s", key,
 			    rs_strerror(rc));

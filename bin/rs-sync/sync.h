@@ -21,7 +21,7 @@ struct sync {
 	int terminating;               /* report status.terminatingReplicas */
 	double fixed_now;              /* --now, for replay; 0 = the clock */
 	int synced_pods, synced_ctrls;
-	unsigned long events, bad_events, intents, syncs;
+	unsigned long events, bad_events, intents, syncs, stale_skips;
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */

@@ -192,16 +192,21 @@ test_sync_loop_goes_on() {
 
 # --- the expectations file, corrupted --------------------------------------
 
-# a file with records for ns/web, its body then overwritten
+# a file with records for ns/web, then damaged: body, the bytes of the
+# records (their magic is "RSEX", stored little-endian); header, LMDB's first
+# meta page; truncated, cut short of the pages in use
 damaged_file() {
-  rm -f "$1"
+  rm -f "$1" "$1-lock"
   "$EXP_TOOL" "$1" create >/dev/null 2>&1
   "$EXP_TOOL" "$1" expect-creations ns/web 2 >/dev/null 2>&1
   "$EXP_TOOL" "$1" expect-deletions ns/other ns/p1 ns/p2 >/dev/null 2>&1
   case $2 in
-  body) dd if=/dev/urandom of="$1" bs=4096 seek=1 count=256 conv=notrunc 2>/dev/null ;;
+  body)  # every copy: pages a transaction replaced keep old ones
+    for off in $(grep -obUa XESR "$1" | cut -d: -f1); do
+      dd if=/dev/urandom of="$1" bs=1 seek=$((off + 8)) count=24 conv=notrunc 2>/dev/null
+    done ;;
   header) dd if=/dev/urandom of="$1" bs=1 seek=8 count=4000 conv=notrunc 2>/dev/null ;;
-  truncated) truncate -s 1000000 "$1" ;;
+  truncated) truncate -s 12288 "$1" ;;
   esac
 }
 

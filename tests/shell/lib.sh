@@ -65,6 +65,7 @@ oneTimeTearDown() {
 # start_controller [EXTRA RS-APPLY FLAGS...]: rs-queue serve plus the
 # pipeline rs-watch | rs-sync | rs-apply, logs and intents in $TMP. A second
 # rs-watch records every pod event in $TMP/pods.ndjson (see pod_adds).
+# RS_RELAY, when set, is a command put between rs-watch and rs-sync.
 start_controller() {
   RS_QUEUE_SOCK=$RS_STATE_DIR/queue.sock
   rs_bg rs-queue serve --socket "$RS_QUEUE_SOCK" 2>"$TMP/queue.log"
@@ -72,10 +73,10 @@ start_controller() {
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
   # a process group of its own, so that stop_controller stops every stage
   TMP=$TMP RS_WATCH_FLAGS=${RS_WATCH_FLAGS:-} RS_RESOURCES=${RS_RESOURCES:-replicasets pods} \
-  RS_SYNC_FLAGS=${RS_SYNC_FLAGS:-} setsid bash -c '
-    rs-watch $RS_WATCH_FLAGS $RS_RESOURCES 2>"$TMP/watch.log" |
-    rs-sync -v 2 $RS_SYNC_FLAGS 2>"$TMP/sync.log" | tee "$TMP/intents.ndjson" |
-    rs-apply -v 2 "$@" 2>"$TMP/apply.log"' rs-pipeline "$@" &
+  RS_SYNC_FLAGS=${RS_SYNC_FLAGS:-} RS_RELAY=${RS_RELAY:-} setsid bash -c '
+    eval "rs-watch \$RS_WATCH_FLAGS \$RS_RESOURCES 2>\"\$TMP/watch.log\" ${RS_RELAY:+| $RS_RELAY} |
+    rs-sync -v 2 \$RS_SYNC_FLAGS 2>\"\$TMP/sync.log\" | tee \"\$TMP/intents.ndjson\" |
+    rs-apply -v 2 \"\$@\" 2>\"\$TMP/apply.log\""' rs-pipeline "$@" &
   RS_PIPELINE=$!
   RS_PGIDS="${RS_PGIDS:-} $RS_PIPELINE"
 }

@@ -3,6 +3,7 @@
  * hammer, which loops over every operation checking each result (the
  * crash tests kill it at random points). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cJSON.h>
@@ -21,11 +23,11 @@
 #include "log.h"
 
 #define USAGE \
-"usage: exp-tool [--keys N] [--pods N] [--lock-timeout MS] [--seconds S]\n" \
-"                [--write-delay USEC] [--nocreate] [-v N] FILE COMMAND [ARG...]\n" \
+"usage: exp-tool [--map-size BYTES] [--seconds S] [--write-delay USEC]\n" \
+"                [--mark FILE] [--nocreate] [-v N] FILE COMMAND [ARG...]\n" \
 "FILE '-' is the default, $RS_STATE_DIR/expectations.\n" \
 "commands:\n" \
-"  create                      create FILE (capacities from --keys/--pods)\n" \
+"  create                      create FILE (map size from --map-size)\n" \
 "  expect-creations KEY N\n" \
 "  expect-deletions KEY POD... (POD '-': pod keys from stdin, one a line)\n" \
 "  observe-creation KEY [COUNT]\n" \
@@ -38,14 +40,20 @@
 "  check                       exit 0 consistent, 1 damaged (reason on stderr)\n" \
 "  stats                       one JSON line of counters\n" \
 "  reset                       drop every record\n" \
+"  wrote KEY UID RES=RV...     record written resource versions (RES is\n" \
+"                              resource or resource.group)\n" \
+"  written KEY                 the written versions as one JSON line\n" \
+"  clear-written KEY [UID]\n" \
 "  bench N                     time N of each operation (ns/op)\n" \
 "  hammer KEY N [PODS]         N checked rounds of every operation on KEY\n" \
 "                              (N 0: until --seconds or SIGTERM)\n" \
 "--write-delay sleeps after every write inside a transaction, so that a\n" \
-"process killed at a random time is likely to die in the middle of one.\n"
+"process killed at a random time is likely to die in the middle of one;\n" \
+"--mark FILE holds one byte, 1 while hammer is inside a write transaction.\n"
 
 static double opt_seconds;
 static long opt_write_delay;
+static volatile char *mark;
 static volatile sig_atomic_t stopping;
 
 static void
@@ -63,7 +71,35 @@ die(rs_code rc, const char *what)
 static void
 write_delay(uint64_t nwrites)
 {
-	usleep((useconds_t)opt_write_delay);
+	if (mark)
+		*mark = '1';
+	if (opt_write_delay > 0)
+		usleep((useconds_t)opt_write_delay);
+}
+
+/* The transaction of the last call is over, committed or not. */
+static rs_code
+tx_over(rs_code rc)
+{
+	if (mark)
+		*mark = '0';
+	return rc;
+}
+
+static void
+mark_open(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, 1) < 0)
+		rs_fatal(111, "unable to open %s: %s", path, strerror(errno));
+	p = mmap(NULL, 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		rs_fatal(111, "unable to map %s: %s", path, strerror(errno));
+	close(fd);
+	mark = p;
+	*mark = '0';
 }
 
 static void
@@ -167,12 +203,12 @@ cmd_stats(struct rs_exp *e)
 
 	if ((rc = rs_exp_stats(e, &st)) != RS_OK)
 		die(rc, "read the counters");
-	printf("{\"keys\":%" PRIu32 ",\"keys_cap\":%" PRIu32 ",\"pods\":%"
-	    PRIu32 ",\"pods_cap\":%" PRIu32 ",\"commits\":%" PRIu64
-	    ",\"recoveries\":%" PRIu64 ",\"rollbacks\":%" PRIu64
-	    ",\"resets\":%" PRIu64 ",\"file_size\":%" PRIu64 "}\n", st.keys,
-	    st.keys_cap, st.pods, st.pods_cap, st.commits, st.recoveries,
-	    st.rollbacks, st.resets, st.file_size);
+	printf("{\"keys\":%" PRIu64 ",\"pods\":%" PRIu64 ",\"written\":%"
+	    PRIu64 ",\"map_size\":%" PRIu64 ",\"map_used\":%" PRIu64
+	    ",\"page_size\":%" PRIu64 ",\"txnid\":%" PRIu64 ",\"readers\":%"
+	    PRIu32 ",\"readers_max\":%" PRIu32 "}\n", st.keys, st.pods,
+	    st.written, st.map_size, st.map_used, st.page_size, st.txnid,
+	    st.readers, st.readers_max);
 	return 0;
 }
 
@@ -215,31 +251,34 @@ hammer_round(struct rs_exp *e, const char *key, char **pods, size_t m,
 	rs_code rc;
 	size_t j;
 
-	if ((rc = rs_exp_expect_deletions(e, key,
-	    (const char *const *)pods, m)) != RS_OK)
+	if ((rc = tx_over(rs_exp_expect_deletions(e, key,
+	    (const char *const *)pods, m))) != RS_OK)
 		die(rc, "expect deletions");
 	expect(e, key, 0, (int64_t)m, m, "after expect-deletions");
 	expect_satisfied(e, key, m == 0);
 	for (j = 0; j < m; j++) {
 		/* Twice: the second must be ignored. */
-		if ((rc = rs_exp_deletion_observed(e, key, pods[j])) != RS_OK ||
-		    (rc = rs_exp_deletion_observed(e, key, pods[j])) != RS_OK)
+		if ((rc = tx_over(rs_exp_deletion_observed(e, key, pods[j])))
+		    != RS_OK || (rc = tx_over(rs_exp_deletion_observed(e, key,
+		    pods[j]))) != RS_OK)
 			die(rc, "observe a deletion");
 	}
 	expect(e, key, 0, 0, 0, "after deletions observed");
 	expect_satisfied(e, key, 1);
-	if ((rc = rs_exp_expect_creations(e, key, (int64_t)m)) != RS_OK)
+	if ((rc = tx_over(rs_exp_expect_creations(e, key, (int64_t)m))) !=
+	    RS_OK)
 		die(rc, "expect creations");
 	for (j = 0; j + 1 < m; j++)
-		if ((rc = rs_exp_creation_observed(e, key)) != RS_OK)
+		if ((rc = tx_over(rs_exp_creation_observed(e, key))) != RS_OK)
 			die(rc, "observe a creation");
-	if (m > 0 && (rc = rs_exp_lower_creations(e, key, 1)) != RS_OK)
+	if (m > 0 && (rc = tx_over(rs_exp_lower_creations(e, key, 1))) !=
+	    RS_OK)
 		die(rc, "lower creations");
 	expect(e, key, 0, 0, 0, "after creations observed");
 	if (i % 8 == 7) {
 		struct rs_exp_record r;
 
-		if ((rc = rs_exp_delete(e, key)) != RS_OK)
+		if ((rc = tx_over(rs_exp_delete(e, key))) != RS_OK)
 			die(rc, "delete");
 		if ((rc = rs_exp_get(e, key, &r)) != RS_ENOTFOUND)
 			rs_fatal(1, "hammer: %s: record still there after "
@@ -404,6 +443,71 @@ cmd_observe_deletions(struct rs_exp *e, const char *key, int argc,
 	return 0;
 }
 
+/* "resource.group=rv" or "resource=rv" */
+static void
+write_parse(const char *s, struct rs_exp_write *w)
+{
+	const char *eq = strchr(s, '='), *dot;
+
+	memset(w, 0, sizeof *w);
+	if (eq == NULL || eq == s || strlen(eq + 1) > RS_EXP_RV_MAX ||
+	    (size_t)(eq - s) > RS_EXP_RES_MAX)
+		usage();
+	dot = memchr(s, '.', (size_t)(eq - s));
+	memcpy(w->resource, s, (size_t)((dot ? dot : eq) - s));
+	if (dot)
+		memcpy(w->group, dot + 1, (size_t)(eq - dot - 1));
+	strcpy(w->rv, eq + 1);
+}
+
+static int
+cmd_wrote(struct rs_exp *e, const char *key, const char *uid, int argc,
+    char **argv)
+{
+	struct rs_exp_write w[RS_EXP_WRITES_MAX];
+	rs_code rc;
+	int i;
+
+	for (i = 0; i < argc; i++)
+		write_parse(argv[i], &w[i]);
+	if ((rc = rs_exp_wrote(e, key, uid, w, (size_t)argc)) != RS_OK)
+		die(rc, "record written versions");
+	return 0;
+}
+
+static int
+cmd_written(struct rs_exp *e, const char *key)
+{
+	struct rs_exp_written r;
+	cJSON *o, *v;
+	char *line;
+	size_t i;
+	rs_code rc;
+
+	rc = rs_exp_written(e, key, &r);
+	if (rc == RS_ENOTFOUND)
+		return 1;
+	if (rc != RS_OK)
+		die(rc, "read written versions");
+	if ((o = cJSON_CreateObject()) == NULL ||
+	    (v = cJSON_AddObjectToObject(o, "written")) == NULL)
+		die(RS_ENOMEM, "format");
+	cJSON_AddStringToObject(o, "uid", r.uid);
+	for (i = 0; i < r.n; i++) {
+		char name[2 * RS_EXP_RES_MAX + 2];
+
+		snprintf(name, sizeof name, "%s%s%s", r.w[i].resource,
+		    r.w[i].group[0] ? "." : "", r.w[i].group);
+		cJSON_AddStringToObject(v, name, r.w[i].rv);
+	}
+	if ((line = cJSON_PrintUnformatted(o)) == NULL)
+		die(RS_ENOMEM, "format");
+	printf("%s\n", line);
+	cJSON_free(line);
+	cJSON_Delete(o);
+	return 0;
+}
+
 static int
 run(struct rs_exp *e, const char *cmd, int argc, char **argv)
 {
@@ -456,6 +560,15 @@ run(struct rs_exp *e, const char *cmd, int argc, char **argv)
 	} else if (strcmp(cmd, "reset") == 0) {
 		NARGS(0, 0);
 		rc = rs_exp_reset(e);
+	} else if (strcmp(cmd, "wrote") == 0) {
+		NARGS(3, 2 + RS_EXP_WRITES_MAX);
+		return cmd_wrote(e, argv[0], argv[1], argc - 2, argv + 2);
+	} else if (strcmp(cmd, "written") == 0) {
+		NARGS(1, 1);
+		return cmd_written(e, argv[0]);
+	} else if (strcmp(cmd, "clear-written") == 0) {
+		NARGS(1, 2);
+		rc = rs_exp_clear_written(e, argv[0], argc == 2 ? argv[1] : NULL);
 	} else if (strcmp(cmd, "bench") == 0) {
 		NARGS(1, 1);
 		return cmd_bench(e, (long)number(argv[0]));
@@ -476,9 +589,8 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "keys", required_argument, NULL, 'k' },
-		{ "pods", required_argument, NULL, 'p' },
-		{ "lock-timeout", required_argument, NULL, 't' },
+		{ "map-size", required_argument, NULL, 'm' },
+		{ "mark", required_argument, NULL, 'k' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "nocreate", no_argument, NULL, 'n' },
 		{ "write-delay", required_argument, NULL, 'w' },
@@ -494,9 +606,8 @@ main(int argc, char **argv)
 	rs_log_init(argv[0]);
 	while ((c = getopt_long(argc, argv, "+v:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'k': o.keys = (uint32_t)number(optarg); break;
-		case 'p': o.pods = (uint32_t)number(optarg); break;
-		case 't': o.lock_timeout_ms = (unsigned)number(optarg); break;
+		case 'm': o.map_size = (size_t)number(optarg); break;
+		case 'k': mark_open(optarg); break;
 		case 's': opt_seconds = strtod(optarg, NULL); break;
 		case 'n': o.nocreate = 1; break;
 		case 'w': opt_write_delay = (long)number(optarg); break;
@@ -507,7 +618,7 @@ main(int argc, char **argv)
 	}
 	if (argc - optind < 2)
 		usage();
-	if (opt_write_delay > 0)
+	if (opt_write_delay > 0 || mark)
 		rs_exp_set_write_hook(write_delay);
 	if ((rc = rs_exp_open(strcmp(argv[optind], "-") ? argv[optind] : NULL,
 	    &o, &e)) != RS_OK)

@@ -1,0 +1,130 @@
+# consistency.sh: the stale-cache guard (KEP-5647, feature gate
+# StaleControllerConsistencyReplicaSet). rs-apply records the
+# resourceVersion of each write it makes for an owner; rs-sync does not
+# sync that owner while the streams it has read are behind those writes.
+# A relay between rs-watch and rs-sync (tests/tools/hold-relay.sh) holds
+# the stream back after the ReplicaSet's scale-up, so the pods rs-apply
+# creates are not seen; a sync asked for meanwhile must be skipped, counted
+# and retried with the gate on, and go ahead with it off.
+. "$(dirname "$0")/lib.sh"
+
+EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
+[ -x "$EXP_TOOL" ] || EXP_TOOL=$top/build/test/exp-tool
+GATE_OFF="--feature-gates StaleControllerConsistencyReplicaSet=false"
+SKIPS=replicaset_controller_stale_sync_skips_total
+
+oneTimeSetUp() { need_cluster; }
+
+tearDown() { stop_controller; }
+
+# stale_skips: rs-sync's skips so far, all labels.
+stale_skips() {
+  jq --arg n "$SKIPS" '[.families[] | select(.name == $n) | .samples[].value]
+    | add // 0' "$RS_STATE_DIR/stats/rs-sync.json" 2>/dev/null || echo 0
+}
+
+skips_above() { [ "$(stale_skips)" -gt "$1" ]; }
+
+# synced_lines NS: how often rs-apply ended NS/web as synced.
+synced_lines() { grep -c "$1/web: synced" "$TMP/apply.log"; }
+
+# held_scale_up NS: web scaled 0 -> 2 with the relay's mark; returns once
+# the two pods exist and rs-apply has ended the key, the stream held back
+# since the scale-up.
+held_scale_up() {
+  make_rs "$1" web 0
+  wait_for 20 rs_status_is "$1" web '.observedGeneration == 1' ||
+    fail "the pipeline did not sync web"
+  kubectl -n "$1" patch rs web --type=merge -p \
+    '{"metadata":{"annotations":{"rs-test/hold":"1"}},"spec":{"replicas":2}}' >/dev/null
+  wait_count "$1" app=web 2 20 || fail "the two pods were not created"
+  wait_for 20 test -e "$TMP/hold" || fail "the relay did not hold"
+  wait_for 20 grep -q "$1/web: synced" "$TMP/apply.log" ||
+    fail "rs-apply did not end the key"
+}
+
+relay() { echo "bash $top/tests/tools/hold-relay.sh rs-test/hold $TMP/hold"; }
+
+test_stale_cache_skipped_then_synced() {
+  ns=$(new_ns stale) || fail "namespace"
+  RS_RELAY=$(relay) start_controller || fail "start"
+  held_scale_up "$ns"
+  assertTrue "the writes were recorded" \
+    "'$EXP_TOOL' '$RS_STATE_DIR/expectations' written '$ns/web' | jq -e '.written.pods | length > 0'"
+  synced=$(synced_lines "$ns")
+  rs-queue --queue "$RS_QUEUE_SOCK" add "$ns/web" || fail "add"
+  assertTrue "the sync was skipped and counted" "wait_for 20 skips_above 0"
+  assertTrue "said why" "grep -q '$ns/web: not synced: read version .* is not as new as written version' '$TMP/sync.log'"
+  assertTrue "retried through rs-queue" "grep -q \"$ns/web: rs-sync's cache is behind our writes, retry\" '$TMP/apply.log'"
+  assertEquals "no sync went ahead while held" "$synced" "$(synced_lines "$ns")"
+  rm -f "$TMP/hold"
+  assertTrue "synced once the stream caught up" \
+    "wait_for 30 rs_status_is '$ns' web '.replicas == 2 and .observedGeneration == 2'"
+  assertTrue "a sync went ahead" "wait_for 10 test $synced -lt \$(grep -c '$ns/web: synced' '$TMP/apply.log')"
+  n=$(stale_skips); sleep 2
+  assertEquals "no more skips once caught up" "$n" "$(stale_skips)"
+  assertEquals "exactly two pods" 2 "$(count_live "$ns" app=web)"
+  assertEquals "two creates in all" 2 "$(pod_adds "$ns")"
+  assertTrue "the record is cleared once seen" \
+    "wait_for 10 sh -c \"! '$EXP_TOOL' '$RS_STATE_DIR/expectations' written '$ns/web'\""
+  labels=$(jq -c --arg n "$SKIPS" '[.families[] | select(.name == $n) | .samples[].labels] | .[0]' \
+    "$RS_STATE_DIR/stats/rs-sync.json")
+  assertTrue "upstream's labels: $labels" "echo '$labels' | jq -e 'keys == [\"group\",\"resource\"]'"
+}
+
+test_gate_off_syncs_at_once() {
+  ns=$(new_ns nogate) || fail "namespace"
+  RS_RELAY=$(relay) RS_SYNC_FLAGS=$GATE_OFF start_controller $GATE_OFF || fail "start"
+  held_scale_up "$ns"
+  assertFalse "nothing recorded with the gate off" \
+    "'$EXP_TOOL' '$RS_STATE_DIR/expectations' written '$ns/web'"
+  synced=$(synced_lines "$ns")
+  rs-queue --queue "$RS_QUEUE_SOCK" add "$ns/web" || fail "add"
+  assertTrue "synced at once, the stream still held" \
+    "wait_for 20 test $synced -lt \$(grep -c '$ns/web: synced' '$TMP/apply.log')"
+  assertTrue "still held" "test -e '$TMP/hold'"
+  assertEquals "no skip" 0 "$(stale_skips)"
+  rm -f "$TMP/hold"
+  assertTrue "converged" "wait_for 30 rs_status_is '$ns' web '.replicas == 2'"
+  assertEquals "exactly two pods" 2 "$(count_live "$ns" app=web)"
+}
+
+test_unknown_gate_is_a_usage_error() {
+  rs-sync --feature-gates NoSuchGate=true </dev/null 2>"$TMP/err"
+  assertEquals "exit 100" 100 $?
+  assertTrue "says which" "grep -q 'unrecognized feature gate: NoSuchGate' '$TMP/err'"
+  rs-apply --feature-gates StaleControllerConsistencyReplicaSet=maybe </dev/null 2>"$TMP/err"
+  assertEquals "bad bool: exit 100" 100 $?
+}
+
+# rs-sync --once replays the guard: a recorded stream that stops short of
+# a write recorded in the expectations file gives a retry, not a decision.
+replay_events() {
+  cat <<'EOF'
+{"type":"ADDED","resource":"replicasets","object":{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web","namespace":"ns","uid":"uid-web","resourceVersion":"100","generation":1},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"c","image":"x"}]}}},"status":{"replicas":0}}}
+{"type":"SYNCED","resource":"replicasets","resourceVersion":"100"}
+{"type":"SYNCED","resource":"pods","resourceVersion":"100"}
+EOF
+}
+
+test_replay_shows_the_guard() {
+  f=$RS_STATE_DIR/replay-exp
+  rm -f "$f" "$f-lock"
+  "$EXP_TOOL" "$f" wrote ns/web uid-web pods=150 >/dev/null || fail "wrote"
+  replay_events | rs-sync --once ns/web --expectations "$f" >"$TMP/out" 2>"$TMP/err"
+  assertEquals "exit 0" 0 $?
+  assertTrue "an end asking for a retry: $(cat "$TMP/out")" \
+    "jq -se 'length == 1 and .[0].op == \"end\" and .[0].retry == true' '$TMP/out'"
+  # with the gate off, at once
+  replay_events | rs-sync --once ns/web --expectations "$f" $GATE_OFF >"$TMP/out" 2>"$TMP/err"
+  assertTrue "gate off: a decision" \
+    "jq -se 'map(select(.op == \"create\")) | length == 1' '$TMP/out'"
+  # the stream reaches the write: the sync decides (two creates)
+  { replay_events; echo '{"type":"BOOKMARK","resource":"pods","resourceVersion":"150"}'; } |
+    rs-sync --once ns/web --expectations "$f" >"$TMP/out" 2>"$TMP/err"
+  assertTrue "a decision: $(cat "$TMP/out")" \
+    "jq -se 'map(select(.op == \"create\" and .count == 2)) | length == 1' '$TMP/out'"
+  assertFalse "the record is cleared" "'$EXP_TOOL' '$f' written ns/web"
+}
+
+. "$SHUNIT2"
