@@ -1,33 +1,33 @@
-/* resourceversion.c: comparing resource versions. They are opaque to
- * clients in general, but etcd-backed ones are decimal revisions, which
- * upstream's controllers compare; anything else does not compare. */
 #include <string.h>
 
 #include "resourceversion.h"
 
-static int
-well_formed(const char *s, size_t *len)
+int
+rs_rv_well_formed(const char *rv)
 {
-	size_t i;
+	const char *p;
 
-	if (s == NULL || s[0] == '\0' || s[0] == '0')
+	if (rv == NULL || rv[0] < '1' || rv[0] > '9')
 		return 0;
-	for (i = 0; s[i] != '\0'; i++)
-		if (s[i] < '0' || s[i] > '9')
+	for (p = rv + 1; *p; p++)
+		if (*p < '0' || *p > '9')
 			return 0;
-	*len = i;
 	return 1;
 }
 
+/* Well-formed numbers have no leading zero, so the longer is the greater
+ * and, at equal lengths, byte order is numeric order: no length limit,
+ * no conversion that could overflow. */
 rs_code
 rs_rv_compare(const char *a, const char *b, int *cmp)
 {
 	size_t la, lb;
 	int c;
 
-	*cmp = 0;
-	if (!well_formed(a, &la) || !well_formed(b, &lb))
+	if (!rs_rv_well_formed(a) || !rs_rv_well_formed(b))
 		return RS_EPARSE;
+	la = strlen(a);
+	lb = strlen(b);
 	if (la != lb) {
 		*cmp = la < lb ? -1 : 1;
 		return RS_OK;

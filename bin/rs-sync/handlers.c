@@ -253,14 +253,70 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 	return RS_OK;
 }
 
-static void
-event_synced(struct sync *s, const char *resource)
+/* Where resource's read resourceVersion is kept; NULL: not ours. */
+static char *
+read_rv_slot(struct sync *s, const char *resource)
 {
 	if (strcmp(resource, "pods") == 0)
+		return s->read_rv_pods;
+	if (strcmp(resource, s->kind->resource) == 0)
+		return s->read_rv_ctrls;
+	return NULL;
+}
+
+const char *
+sync_read_rv(const struct sync *s, const char *resource)
+{
+	if (strcmp(resource, "pods") == 0)
+		return s->synced_pods ? s->read_rv_pods : "";
+	if (strcmp(resource, s->kind->resource) == 0)
+		return s->synced_ctrls ? s->read_rv_ctrls : "";
+	return "";
+}
+
+/* A copy, not a pointer into the line: the line and its tree are gone
+ * once handled. A value that does not fit is no position at all. */
+static void
+read_rv_note(char *slot, const char *rv)
+{
+	size_t n;
+
+	if (rv == NULL || (n = strlen(rv)) >= RS_RV_MAX) {
+		slot[0] = '\0';
+		return;
+	}
+	memcpy(slot, rv, n + 1);
+}
+
+static void
+event_synced(struct sync *s, const char *resource, const char *rv)
+{
+	char *slot = read_rv_slot(s, resource);
+
+	if (slot == NULL) {
+		rs_info(1, "%s synced", resource);
+		return;
+	}
+	/* none (a recording from before rs-watch printed it): the listed
+	 * objects' versions, in list order, tell no position */
+	read_rv_note(slot, rv);
+	if (slot == s->read_rv_pods)
 		s->synced_pods = 1;
-	else if (strcmp(resource, s->kind->resource) == 0)
+	else
 		s->synced_ctrls = 1;
-	rs_info(1, "%s synced", resource);
+	rs_info(1, "%s synced at resourceVersion '%s'", resource, slot);
+}
+
+/* A BOOKMARK: every change up to its resourceVersion has been read. It
+ * moves the read position only: no handler, nothing queued. One without
+ * a resourceVersion says nothing. */
+static void
+event_bookmark(struct sync *s, const char *resource, const char *rv)
+{
+	char *slot = read_rv_slot(s, resource);
+
+	if (slot != NULL && rv != NULL)
+		read_rv_note(slot, rv);
 }
 
 /* rs-watch's "at": when it read the event (absent from recordings older
@@ -278,6 +334,7 @@ handle_event(struct sync *s, const char *line, size_t len)
 {
 	cJSON *ev = NULL, *obj;
 	const char *type, *res;
+	char *slot;
 	size_t where = 0;
 	rs_code rc;
 
@@ -299,7 +356,11 @@ handle_event(struct sync *s, const char *line, size_t len)
 		goto bad;
 	}
 	if (strcmp(type, "SYNCED") == 0) {
-		event_synced(s, res);
+		event_synced(s, res, rs_json_str(ev, "resourceVersion", NULL));
+		goto out;
+	}
+	if (strcmp(type, "BOOKMARK") == 0) {
+		event_bookmark(s, res, rs_json_str(ev, "resourceVersion", NULL));
 		goto out;
 	}
 	if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0 &&
@@ -314,12 +375,17 @@ handle_event(struct sync *s, const char *line, size_t len)
 		rc = RS_EPARSE;
 		goto bad;
 	}
-	if (strcmp(res, "pods") == 0) {
+	/* the line is read whatever the handlers make of its object, as a
+	 * reflector's store takes every delta it is given */
+	if ((slot = read_rv_slot(s, res)) != NULL)
+		read_rv_note(slot, rs_json_str(obj, "metadata",
+		    "resourceVersion", NULL));
+	if (slot == s->read_rv_pods) {
 		int unknown = cJSON_IsTrue(
 		    cJSON_GetObjectItemCaseSensitive(ev, "final_state_unknown"));
 
 		rc = event_pod(s, type, obj, unknown);
-	} else if (strcmp(res, s->kind->resource) == 0) {
+	} else if (slot == s->read_rv_ctrls) {
 		cJSON_DetachItemViaPointer(ev, obj);
 		rc = event_ctrl(s, type, obj);
 	} else {

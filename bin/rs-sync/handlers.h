@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include "sync.h"
 
-/* Applies one event line to the cache and runs the handlers. A bad line is
- * reported and skipped (RS_EPARSE); the caller goes on. */
+/* Applies one line of rs-watch's stream: an event to the cache, running
+ * the handlers; SYNCED and BOOKMARK to the read position (sync_read_rv),
+ * which every line of our resources moves. A bad line is reported and
+ * skipped (RS_EPARSE); the caller goes on. */
 rs_code handle_event(struct sync *s, const char *line, size_t len);
 
 #endif

@@ -212,6 +212,9 @@ run_once(struct sync *s, const struct opts *o)
 	rs_info(1, "replayed %lu events (%lu skipped), %s synced: %s, pods synced: %s",
 	    s->events, s->bad_events, s->kind->resource,
 	    s->synced_ctrls ? "yes" : "no", s->synced_pods ? "yes" : "no");
+	rs_info(1, "read up to resourceVersion '%s' of pods and '%s' of %s",
+	    sync_read_rv(s, "pods"), sync_read_rv(s, s->kind->resource),
+	    s->kind->resource);
 	rc = reconcile(s, o->once);
 	if (rc == RS_OK)
 		rc = rs_line_flush(s->out);
@@ -284,7 +287,7 @@ stats_open(void)
 		return;
 	}
 	rs_stagestats_declare("rs_sync_events_total", RS_STAT_COUNTER,
-	    "Event lines read, SYNCED and skipped ones included.", NULL, 0);
+	    "Event lines read, SYNCED, BOOKMARK and skipped ones included.", NULL, 0);
 	rs_stagestats_declare("rs_sync_bad_events_total", RS_STAT_COUNTER,
 	    "Event lines skipped as malformed or refused.", NULL, 0);
 	rs_stagestats_declare("rs_sync_intents_total", RS_STAT_COUNTER,

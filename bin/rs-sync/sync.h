@@ -6,6 +6,7 @@
 #include "expectations.h"
 #include "line.h"
 #include "pending.h"
+#include "resourceversion.h"
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
@@ -21,11 +22,28 @@ struct sync {
 	int terminating;               /* report status.terminatingReplicas */
 	double fixed_now;              /* --now, for replay; 0 = the clock */
 	int synced_pods, synced_ctrls;
+	char read_rv_pods[RS_RV_MAX];  /* how far each stream is read: */
+	char read_rv_ctrls[RS_RV_MAX]; /* see sync_read_rv */
 	unsigned long events, bad_events, intents, syncs, stale_skips;
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */
 };
+
+/* How far rs-sync has read the stream of resource ("pods", or the kind's
+ * resource: replicasets, replicationcontrollers), as client-go's
+ * LastStoreSyncResourceVersion: the resourceVersion of the last line of
+ * it applied to the cache: SYNCED's (the list's), an event's object's
+ * (final-state-unknown deletions included) or a BOOKMARK's. "" before
+ * the resource's SYNCED, for another resource, and when the last line
+ * gave none (a recording's SYNCED from before rs-watch printed one, or a
+ * resourceVersion past RS_RV_MAX): rs_rv_compare refuses "", as
+ * upstream's comparison refuses what is not well-formed. It is the last
+ * one, not the highest: a relist's or snapshot's lines may go back
+ * (objects in list order, deletions with their last known version) until
+ * the BOOKMARK or SYNCED that ends them. Valid until the next line is
+ * handled. */
+const char *sync_read_rv(const struct sync *s, const char *resource);
 
 double sync_now(const struct sync *s);
 void sync_enqueue(struct sync *s, const char *key, double after);

@@ -414,24 +414,38 @@ rs_code
 event_emit(struct linebuf *b, const char *type, const char *resource,
     int final_state_unknown, const struct objtext *t, int flush)
 {
-	size_t need = strlen(type) + strlen(resource) + 64 + AT_MAX;
+	size_t need = strlen(type) + strlen(resource) + 96 + AT_MAX;
 	rs_code rc;
 
-	if (t) {
-		need += t->obj.end - t->obj.off + 32;
-		if (t->add_api_version)
-			need += quoted_max(strlen(t->add_api_version));
-		if (t->add_kind)
-			need += quoted_max(strlen(t->add_kind));
-	}
+	need += t->obj.end - t->obj.off;
+	if (t->add_api_version)
+		need += quoted_max(strlen(t->add_api_version));
+	if (t->add_kind)
+		need += quoted_max(strlen(t->add_kind));
 	b->len = 0;
 	if ((rc = reserve(b, need)) != RS_OK)
 		return rc;
 	put_envelope(b, type, resource, final_state_unknown);
-	if (t) {
-		puts0(b, ",\"object\":");
-		put_object(b, t);
-	}
+	puts0(b, ",\"object\":");
+	put_object(b, t);
+	put(b, "}", 1);
+	out_line(b->p, b->len, flush);
+	return RS_OK;
+}
+
+rs_code
+event_emit_rv(struct linebuf *b, const char *type, const char *resource,
+    const char *rv, int flush)
+{
+	size_t need = strlen(type) + strlen(resource) + 64 + AT_MAX +
+	    quoted_max(strlen(rv));
+	rs_code rc;
+
+	b->len = 0;
+	if ((rc = reserve(b, need)) != RS_OK)
+		return rc;
+	put_envelope(b, type, resource, 0);
+	put_member(b, ",\"resourceVersion\":", rv);
 	put(b, "}", 1);
 	out_line(b->p, b->len, flush);
 	return RS_OK;

@@ -1,9 +1,14 @@
 /* event.h: the output line, one per event:
  *   {"type":"ADDED","resource":"pods","at":1795292352.123456,"object":{...}}
  *   {"type":"DELETED","resource":"pods","at":...,"final_state_unknown":true,"object":{...}}
- *   {"type":"SYNCED","resource":"pods","at":...}
+ *   {"type":"SYNCED","resource":"pods","at":...,"resourceVersion":"N"}
+ *   {"type":"BOOKMARK","resource":"pods","at":...,"resourceVersion":"N"}
  * "at" is the wall clock (Unix seconds, microseconds) when the line was
- * written into the output buffer, just after the event was read.
+ * written into the output buffer, just after the event was read. SYNCED
+ * and BOOKMARK carry how far the stream has come: the resourceVersion of
+ * the list, or of the server's bookmark (or of a relist, after its
+ * difference). The members of every line come in this order: type,
+ * resource, at, then the line's own.
  * Objects lose metadata.managedFields unless asked not to, and get the
  * apiVersion and kind that list responses leave out of their items.
  *
@@ -18,6 +23,7 @@
 
 #include "code.h"
 #include "jscan.h"
+#include "resourceversion.h"
 #include "seen.h"
 
 /* A growing buffer for rendering lines, one per thread. */
@@ -59,14 +65,17 @@ rs_code event_scan_next(struct objtext *t, const char *buf,
  * when one does not fit. */
 struct objid {
 	char key[512];
-	char rv[256], uid[256];
+	char rv[RS_RV_MAX], uid[256];
 };
 rs_code event_objid(const struct objtext *t, struct objid *id);
 
-/* Renders and writes one line (t NULL: no object, as SYNCED); flush:
- * write it out now. */
+/* Renders and writes one line with an object; flush: write it out now. */
 rs_code event_emit(struct linebuf *b, const char *type, const char *resource,
     int final_state_unknown, const struct objtext *t, int flush);
+/* The same for a line without object that says how far the stream has
+ * come (SYNCED, BOOKMARK): its resourceVersion. */
+rs_code event_emit_rv(struct linebuf *b, const char *type,
+    const char *resource, const char *rv, int flush);
 /* DELETED with final_state_unknown, for an entry whose object is gone:
  * {"apiVersion","kind","metadata":{"name","namespace","uid","resourceVersion"}}. */
 rs_code event_emit_gone(struct linebuf *b, const char *resource,

@@ -28,8 +28,12 @@
 static const char help_text[] =
 USAGE
 "List and watch Kubernetes resources; print one JSON line per event:\n"
-"  {\"type\":\"ADDED|MODIFIED|DELETED\",\"resource\":\"pods\",\"object\":{...}}\n"
-"  {\"type\":\"SYNCED\",\"resource\":\"pods\"}   once a resource's list is out\n"
+"  {\"type\":\"ADDED|MODIFIED|DELETED\",\"resource\":\"pods\",\"at\":T,\"object\":{...}}\n"
+"  {\"type\":\"SYNCED\",\"resource\":\"pods\",\"at\":T,\"resourceVersion\":\"N\"}\n"
+"      once a resource's list is out (N: the list's resourceVersion)\n"
+"  {\"type\":\"BOOKMARK\",\"resource\":\"pods\",\"at\":T,\"resourceVersion\":\"N\"}\n"
+"      the stream is complete up to N: a server bookmark, or after a relist's\n"
+"      difference\n"
 "A DELETED that a relist found (the watch never delivered it) carries\n"
 "\"final_state_unknown\":true and a minimal object: apiVersion, kind and\n"
 "metadata name, namespace, uid, resourceVersion as last printed.\n"

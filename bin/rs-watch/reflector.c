@@ -90,6 +90,25 @@ failed(struct reflector *r, const char *what, rs_code rc,
 	sleep_ns(wait);
 }
 
+/* After the list's lines, how far they brought the stream: SYNCED for
+ * the first list and a snapshot, BOOKMARK for a relist, which printed
+ * only the difference and may have printed nothing at all. Either way a
+ * consumer's position reaches the list's resourceVersion. */
+static void
+list_mark(struct reflector *r, int snapshot)
+{
+	const char *type = !r->synced || snapshot ? "SYNCED" : "BOOKMARK";
+	rs_code rc;
+
+	if ((rc = event_emit_rv(&r->buf, type, r->res.plural, r->rv, 1)) !=
+	    RS_OK) {
+		out_flush();
+		rs_fatal(111, "unable to list %s: %s", r->res.plural,
+		    rs_strerror(rc));
+	}
+	r->synced = 1;
+}
+
 static void
 do_list(struct reflector *r)
 {
@@ -100,10 +119,7 @@ do_list(struct reflector *r)
 	memset(&resp, 0, sizeof resp);
 	rc = list_run(r, &resp);
 	if (rc == RS_OK) {
-		if (!r->synced || snapshot) {
-			event_emit(&r->buf, "SYNCED", r->res.plural, 0, NULL, 1);
-			r->synced = 1;
-		}
+		list_mark(r, snapshot);
 	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
 		out_flush();
 		rs_fatal(111, "unable to list %s: %s", r->res.plural,

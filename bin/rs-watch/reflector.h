@@ -1,9 +1,11 @@
 /* reflector.h: one resource's list and watch, as client-go's Reflector.
  *
  * Each resource runs in its own thread:
- *   list (paginated) -> print the difference from what was printed -> watch
- *   from the list's resourceVersion -> print each event -> on stream end,
- *   watch again from the last resourceVersion seen; on 410, list again.
+ *   list (paginated) -> print the difference from what was printed, then
+ *   SYNCED (the first time) or BOOKMARK (a relist) with the list's
+ *   resourceVersion -> watch from it -> print each event and bookmark ->
+ *   on stream end, watch again from the last resourceVersion seen; on 410,
+ *   list again.
  * Failures wait (backoff with jitter, or the server's Retry-After) and
  * retry forever, as a controller's reflector does; only a first list that
  * the server answers 404 or 400 (no such resource, bad selector) is fatal.
@@ -23,6 +25,7 @@
 #include "event.h"
 #include "kube.h"
 #include "resource.h"
+#include "resourceversion.h"
 #include "seen.h"
 
 struct watch_opts {
@@ -58,7 +61,7 @@ struct reflector {
 	struct linebuf buf;
 	struct backoff bo;
 	struct listing ls;
-	char rv[256];                    /* resume point; "" when a list is due */
+	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */
 	int synced;                      /* the first list is out */
 	atomic_int hup;
 	volatile int stop;

@@ -84,17 +84,24 @@ on_error_text(struct stream *s, const char *line, struct rs_jspan obj)
 	return rc;
 }
 
-static void
+/* The server has sent everything up to the bookmark's resourceVersion:
+ * it is the resume point, and printed, so that a consumer knows how far
+ * its cache is current even when nothing of its own changed. A bookmark
+ * without a usable resourceVersion says nothing and is passed over. */
+static rs_code
 on_bookmark(struct stream *s, const char *line, struct rs_jspan obj)
 {
+	struct reflector *r = s->r;
 	struct rs_jspan v;
-	char rv[sizeof s->r->rv];
+	char rv[sizeof r->rv];
 
-	/* moves the resume point; nothing to print */
 	if (rs_jscan_get(line, obj, &v, "metadata", "resourceVersion",
-	    NULL) == RS_OK && rs_jscan_type(line, v) == RS_JSTRING &&
-	    rs_jscan_unescape(line, v, rv, sizeof rv, NULL) == RS_OK)
-		memcpy(s->r->rv, rv, sizeof rv);
+	    NULL) != RS_OK || rs_jscan_type(line, v) != RS_JSTRING ||
+	    rs_jscan_unescape(line, v, rv, sizeof rv, NULL) != RS_OK ||
+	    rv[0] == '\0')
+		return RS_OK;
+	memcpy(r->rv, rv, sizeof rv);
+	return event_emit_rv(&r->buf, "BOOKMARK", r->res.plural, rv, 0);
 }
 
 /* The event's type and object: the first member of each name, as cJSON's
@@ -150,7 +157,7 @@ on_line(void *arg, char *line, size_t len)
 	if (strcmp(type, "ERROR") == 0) {
 		rc = on_error_text(s, line, obj);
 	} else if (strcmp(type, "BOOKMARK") == 0) {
-		on_bookmark(s, line, obj);
+		rc = on_bookmark(s, line, obj);
 	} else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
 	    strcmp(type, "DELETED") == 0) {
 		rc = on_object(s, type, line, obj);

@@ -1087,6 +1087,25 @@ ops == ["create", "status", "end"] and count == 1
 and status.replicas == 1 and (status | has("readyReplicas") | not)
 EOF
 
+case_ bookmarks-change-nothing --once ns/web $T
+rs web replicas=5
+raw '{"type":"BOOKMARK","resource":"pods","at":1767225590.5,"resourceVersion":"150"}'
+pod web-a
+pod web-b
+raw '{"type":"SYNCED","resource":"pods","at":1767225591.5,"resourceVersion":"210"}'
+raw '{"type":"SYNCED","resource":"replicasets","resourceVersion":"205"}'
+raw '{"type":"BOOKMARK","resource":"replicasets","at":1767225592.5,"resourceVersion":"300"}'
+raw '{"type":"BOOKMARK","resource":"pods","resourceVersion":"301"}'
+raw '{"type":"BOOKMARK","resource":"deployments","resourceVersion":"302"}'
+raw '{"type":"BOOKMARK","resource":"pods"}'
+pod web-c ev=MODIFIED rv=303 deleted=-1
+raw '{"type":"BOOKMARK","resource":"pods","resourceVersion":"304"}'
+expect "BOOKMARK lines (rs-watch's read position; before and after SYNCED, of other resources, without resourceVersion) and SYNCED lines with a resourceVersion change no object and queue nothing: 2 of 5 as without them, create 3; a terminating pod after them still counts" <<'EOF'
+ops == ["create", "status", "end"]
+and count == 3
+and status == {replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 2, availableReplicas: 2, terminatingReplicas: 1, observedGeneration: 1}
+EOF
+
 ### event times (doc/intents.md, end) ##########################################
 
 case_ event-at-earliest --once ns/web $T

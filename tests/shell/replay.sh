@@ -120,6 +120,73 @@ testFixturesMatchGenerator() {
 	assertEquals "tests/replay/cases differ from gen.sh's output (run tests/replay/gen.sh)" "" "$_diff"
 }
 
+# rs-sync's read position per resource (sync_read_rv: what the stale-cache
+# guard compares our writes with), after each line of a stream: none
+# before the resource's SYNCED; then SYNCED's resourceVersion, each
+# event's object's (final state unknown or not, lower or not: the last
+# one read) and each BOOKMARK's; BOOKMARKs of other resources or without
+# a resourceVersion change nothing, and no line of it is refused.
+# --once -v 1 says where it stopped; each prefix of the stream is one run.
+RS_OBJ='"apiVersion":"apps/v1","kind":"ReplicaSet","spec":{"replicas":1,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}}}}'
+READ_RV_STREAM='{"type":"ADDED","resource":"replicasets","object":{"metadata":{"name":"web","namespace":"ns","uid":"u-rs","resourceVersion":"5"},'$RS_OBJ'}}
+{"type":"SYNCED","resource":"replicasets","at":1767225590.5,"resourceVersion":"10"}
+{"type":"ADDED","resource":"pods","object":{"metadata":{"name":"a","namespace":"ns","uid":"u-a","resourceVersion":"8"}}}
+{"type":"SYNCED","resource":"pods","resourceVersion":"11"}
+{"type":"MODIFIED","resource":"pods","object":{"metadata":{"name":"a","namespace":"ns","uid":"u-a","resourceVersion":"12"}}}
+{"type":"BOOKMARK","resource":"replicasets","at":1767225591.5,"resourceVersion":"15"}
+{"type":"DELETED","resource":"pods","final_state_unknown":true,"object":{"metadata":{"name":"b","namespace":"ns","uid":"u-b","resourceVersion":"9"}}}
+{"type":"BOOKMARK","resource":"pods","resourceVersion":"20"}
+{"type":"BOOKMARK","resource":"deployments","resourceVersion":"99"}
+{"type":"BOOKMARK","resource":"pods"}
+{"type":"MODIFIED","resource":"replicasets","object":{"metadata":{"name":"web","namespace":"ns","uid":"u-rs","resourceVersion":"21"},'$RS_OBJ'}}
+{"type":"DELETED","resource":"pods","object":{"metadata":{"name":"a","namespace":"ns","uid":"u-a","resourceVersion":"22"}}}
+{"type":"DELETED","resource":"replicasets","object":{"metadata":{"name":"web","namespace":"ns","uid":"u-rs","resourceVersion":"23"},'$RS_OBJ'}}
+{"type":"SYNCED","resource":"pods","resourceVersion":"30"}
+{"type":"SYNCED","resource":"pods"}'
+# after line N: "PODS RS" ("-" for none)
+READ_RV_WANT='- -
+- 10
+- 10
+11 10
+12 10
+12 15
+9 15
+20 15
+20 15
+20 15
+20 21
+22 21
+22 23
+30 23
+- 23'
+
+# read_rv_after N [RS-SYNC FLAGS]: "PODS RS" after the first N lines.
+read_rv_after() {
+	_n=$1; shift
+	printf '%s\n' "$READ_RV_STREAM" | head -n "$_n" |
+	    "$RS_SYNC" --once ns/web -v 1 "$@" 2>"$TMP/readrv.err" >/dev/null
+	sed -n "s/.*read up to resourceVersion '\([0-9]*\)' of pods and '\([0-9]*\)' of .*/\1 \2/p" \
+	    "$TMP/readrv.err" | sed 's/^ /- /; s/ $/ -/'
+}
+
+testReadResourceVersions() {
+	_lines=$(printf '%s\n' "$READ_RV_STREAM" | wc -l)
+	_got=$(for _i in $(seq 1 "$_lines"); do read_rv_after "$_i"; done)
+	assertEquals "read resourceVersions (pods replicasets) after each line" \
+	    "$READ_RV_WANT" "$_got"
+	read_rv_after "$_lines" >/dev/null
+	assertEquals "no line refused or warned about: $(grep -v '] ' "$TMP/readrv.err")" \
+	    "" "$(grep -E 'warning|skipped,' "$TMP/readrv.err")"
+	assertTrue "every line read, none skipped" \
+	    "grep -q 'replayed $_lines events (0 skipped)' $TMP/readrv.err"
+	# a ReplicationController manager reads replicationcontrollers', not
+	# replicasets'
+	_rc=$(printf '%s\n' "$READ_RV_STREAM" | sed 's/"replicasets"/"replicationcontrollers"/' |
+	    head -n 2 | "$RS_SYNC" --once ns/web --kind rc -v 1 2>&1 >/dev/null |
+	    grep -o "read up to .*")
+	assertEquals "--kind rc" "read up to resourceVersion '' of pods and '10' of replicationcontrollers" "$_rc"
+}
+
 suite() {
 	for _d in "$CASES"/*/; do
 		_n=$(basename "$_d")
@@ -137,6 +204,7 @@ suite() {
 		eval "$_fn() { run_case '$_n'; }"
 		suite_addTest "$_fn"
 	done
+	suite_addTest testReadResourceVersions
 	suite_addTest testAllCasesRan
 	[ -n "${REPLAY_CASES:-}" ] || suite_addTest testFixturesMatchGenerator
 }

@@ -71,6 +71,22 @@ has_line() { jq -en "[inputs | select($2)] | length > 0" "$1" >/dev/null; }
 
 same_state() { [ "$(stream_state "$1" "$2")" = "$(server_state "$2")" ]; }   # FILE NS
 
+# rv_lines FILE TYPE: the resourceVersions of FILE's TYPE lines (SYNCED,
+# BOOKMARK), one a line, in order.
+rv_lines() { jq -r --arg t "$2" 'select(.type == $t) | .resourceVersion' "$1"; }
+
+# max_object_rv FILE: the highest object resourceVersion in FILE (0: none).
+max_object_rv() {
+  jq -r 'select(.object) | .object.metadata.resourceVersion' "$1" | sort -n | tail -1 | grep . || echo 0
+}
+
+# A SYNCED or BOOKMARK line, whole: type, resource, at, resourceVersion (a
+# well-formed one: digits, no leading zero), nothing else.
+rv_line_re() { echo "^\\{\"type\":\"$1\",\"resource\":\"$2\",\"at\":[0-9]{10}\\.[0-9]{6},\"resourceVersion\":\"[1-9][0-9]*\"\\}\$"; }
+
+# list_rv NS: the resourceVersion of a list of NS's pods, read now.
+list_rv() { kubectl get --raw "/api/v1/namespaces/$1/pods" | jq -r .metadata.resourceVersion; }
+
 test_list_5000_pods_in_pages() {
   need_cluster || return
   ns=$(new_ns wlist)
@@ -126,6 +142,55 @@ test_events_in_order() {
   assertTrue "stamps within the test: $(tr '\n' ' ' <"$OUT.at")" \
     "mawk -v a=$t0 -v b=$(( $(date +%s) + 1 )) '\$1 < a || \$1 > b { exit 1 }' $OUT.at"
   assertEquals "stamps in order" "$(sort -g "$OUT.at")" "$(cat "$OUT.at")"
+}
+
+# SYNCED carries the list's resourceVersion (between those of lists read
+# before and after it, and past every object listed); a server bookmark
+# is printed with its own. kube-apiserver sends one 2 s before a watch's
+# timeout once the resource changed past the point the watch began from
+# (in any namespace): a short --watch-timeout and changes elsewhere bring
+# one within seconds.
+test_synced_and_bookmarks_carry_resource_versions() {
+  need_cluster || return
+  ns=$(new_ns wrv)
+  other=$(new_ns wrvother)
+  for i in 1 2 3; do pod "$ns" v$i; done
+  before=$(list_rv "$ns")
+  rs_bg rs-watch -v 2 --watch-timeout 3s -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  after=$(list_rv "$ns")
+  synced=$(rv_lines "$OUT" SYNCED)
+  assertTrue "a whole SYNCED line: $(grep SYNCED "$OUT")" \
+    "grep SYNCED $OUT | grep -Eq '$(rv_line_re SYNCED pods)'"
+  assertTrue "SYNCED's resourceVersion $synced between the lists' $before and $after" \
+    "[ $before -le $synced ] && [ $synced -le $after ]"
+  assertTrue "SYNCED's resourceVersion past every object listed" \
+    "[ $synced -ge $(max_object_rv "$OUT") ]"
+  i=0
+  until grep -q '"BOOKMARK"' "$OUT" || [ $i -ge 30 ]; do
+    pod "$other" o$i
+    sleep 1
+    i=$((i + 1))
+  done
+  assertTrue "a BOOKMARK within 30 s: $(tail -3 "$OUT.log")" "grep -q '\"BOOKMARK\"' $OUT"
+  bm=$(rv_lines "$OUT" BOOKMARK | head -1)
+  assertTrue "a whole BOOKMARK line: $(grep BOOKMARK "$OUT" | head -1)" \
+    "grep BOOKMARK $OUT | head -1 | grep -Eq '$(rv_line_re BOOKMARK pods)'"
+  assertTrue "the BOOKMARK ($bm) past SYNCED ($synced): changes elsewhere" \
+    "[ $bm -gt $synced ]"
+  assertEquals "nothing of the namespace changed: SYNCED and BOOKMARKs only after the list" \
+    "" "$(jq -r 'select(.type != "SYNCED" and .type != "BOOKMARK" and .type != "ADDED") | .type' "$OUT")"
+  assertTrue "a watch resumes from a BOOKMARK's resourceVersion" \
+    "wait_for 15 resumed_from_bookmark $OUT $OUT.log"
+}
+
+# resumed_from_bookmark FILE LOG: a watch started from the
+# resourceVersion of one of FILE's BOOKMARK lines.
+resumed_from_bookmark() {
+  for _rv in $(rv_lines "$1" BOOKMARK); do
+    grep -q "watching pods from resourceVersion $_rv " "$2" && return 0
+  done
+  return 1
 }
 
 # --batch: the events of each read go out together once read, however
@@ -198,13 +263,20 @@ test_apiserver_restart_converges() {
 test_relist_after_410_reports_missed_deletions() {
   need_cluster || return
   ns=$(new_ns wgone)
+  quiet=$(new_ns wgonequiet)
   for i in 1 2 3 4; do pod "$ns" p$i; done
+  pod "$quiet" q1
   rs_bg rs-watch -v 2 --backoff-max 2s -n "$ns" pods >"$OUT" 2>"$OUT.log"
   w=$!
+  # the same, for a namespace where nothing changes: its relist has no
+  # difference to print, only how far the stream has come
+  rs_bg rs-watch -v 2 --backoff-max 2s -n "$quiet" pods >"$OUT.quiet" 2>"$OUT.quiet.log"
+  wq=$!
   assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  assertTrue "SYNCED (quiet)" "wait_for 20 synced_n $OUT.quiet 1"
   uid1=$(kubectl -n "$ns" get pod p1 -o jsonpath='{.metadata.uid}')
   uid2=$(kubectl -n "$ns" get pod p2 -o jsonpath='{.metadata.uid}')
-  kill -STOP "$w"
+  kill -STOP "$w" "$wq"
   "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
   "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
   kubectl -n "$ns" delete pod p1 p2 --wait=false >/dev/null
@@ -213,11 +285,40 @@ test_relist_after_410_reports_missed_deletions() {
   "$CLUSTER" restart-apiserver "$RS_TEST_CLUSTER"
   "$CLUSTER" compact "$RS_TEST_CLUSTER" >/dev/null
   lines=$(wc -l <"$OUT")
-  kill -CONT "$w"
+  qlines=$(wc -l <"$OUT.quiet")
+  kill -CONT "$w" "$wq"
   assertTrue "relisted after 410" "wait_for 60 grep -q 'relisting after 410' $OUT.log" ||
     diagnose "$w" "$OUT.log"
   assertTrue "stream equals the server" "wait_for 30 same_state $OUT $ns"
+  assertTrue "relisted after 410 (quiet)" "wait_for 60 grep -q 'relisting after 410' $OUT.quiet.log" ||
+    diagnose "$wq" "$OUT.quiet.log"
+  assertTrue "a BOOKMARK after the relist" \
+    "wait_for 30 grep -q '\"BOOKMARK\"' $OUT"
+  assertTrue "a BOOKMARK after the relist (quiet)" \
+    "wait_for 30 grep -q '\"BOOKMARK\"' $OUT.quiet"
   tail -n +"$((lines + 1))" "$OUT" >"$OUT.after"
+  tail -n +"$((qlines + 1))" "$OUT.quiet" >"$OUT.quiet.after"
+  # the relist's difference, then its BOOKMARK: the first after the 410
+  # (the watch after it may bring more, never before it)
+  relisted=$(grep "listed [0-9]* pods in 1 page at resourceVersion" "$OUT.log" | tail -1 |
+    sed 's/.*at resourceVersion \([0-9]*\) .*/\1/')
+  assertEquals "the relist's difference (list order, then the sweep), then its BOOKMARK" \
+    "MODIFIED ADDED DELETED DELETED BOOKMARK" \
+    "$(jq -r .type "$OUT.after" | sed '/^BOOKMARK$/q' | tr '\n' ' ' | sed 's/ $//')"
+  assertEquals "the relist's BOOKMARK carries its resourceVersion" "$relisted" \
+    "$(rv_lines "$OUT.after" BOOKMARK | head -1)"
+  assertTrue "a whole BOOKMARK line: $(grep BOOKMARK "$OUT.after" | head -1)" \
+    "grep BOOKMARK $OUT.after | head -1 | grep -Eq '$(rv_line_re BOOKMARK pods)'"
+  assertTrue "the BOOKMARK is at or past every object printed: $relisted" \
+    "[ $relisted -ge $(max_object_rv "$OUT") ]"
+  assertTrue "the BOOKMARK is past the SYNCED" \
+    "[ $relisted -gt $(rv_lines "$OUT" SYNCED) ]"
+  qrelisted=$(grep "listed [0-9]* pods in 1 page at resourceVersion" "$OUT.quiet.log" | tail -1 |
+    sed 's/.*at resourceVersion \([0-9]*\) .*/\1/')
+  assertEquals "nothing changed: a BOOKMARK with the relist's resourceVersion first" \
+    "BOOKMARK $qrelisted" "$(head -1 "$OUT.quiet.after" | jq -r '"\(.type) \(.resourceVersion)"')"
+  assertTrue "the quiet relist's BOOKMARK is past the writes made meanwhile elsewhere" \
+    "[ $qrelisted -ge $(max_object_rv "$OUT") ]"
   assertEquals "p1 and p2 deleted with final state unknown" \
     "p1 $uid1 true
 p2 $uid2 true" \
@@ -292,6 +393,9 @@ test_sighup_prints_a_snapshot() {
 MODIFIED k3 $(kubectl -n "$ns" get pod k3 -o jsonpath='{.metadata.resourceVersion}')
 SYNCED null null" \
     "$(tail -n +"$((lines + 1))" "$OUT" | jq -r '"\(.type) \(.object.metadata.name) \(.object.metadata.resourceVersion)"' | sort)"
+  assertTrue "the snapshot's SYNCED carries its list's resourceVersion" \
+    "[ $(rv_lines "$OUT" SYNCED | tail -1) -ge $(max_object_rv "$OUT") ] &&
+     [ $(rv_lines "$OUT" SYNCED | tail -1) -gt $(rv_lines "$OUT" SYNCED | head -1) ]"
   assertTrue "still watching after the snapshot" "kill -0 $w"
   pod "$ns" k4
   assertTrue "events after the snapshot" "wait_for 20 grep -q '\"name\":\"k4\"' $OUT"
