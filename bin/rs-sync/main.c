@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "queue_client.h"
+#include "rank.h"
 #include "reconcile.h"
 #include "stagestats.h"
 #include "statedir.h"
@@ -255,6 +256,9 @@ resync_all(struct sync *s)
 		sync_enqueue(s, key, 0);
 }
 
+/* upstream's ExponentialBuckets(0.25, 2, 6) */
+static const double age_ratio_le[] = { 0.25, 0.5, 1, 2, 4, 8 };
+
 /* stats: this stage's figures for rs-metrics (doc/metrics.md). */
 static void
 stats_open(void)
@@ -280,6 +284,12 @@ stats_open(void)
 	    "Seconds from rs-watch reading an event to rs-sync handling it.");
 	rs_stagestats_declare_latency("rs_sync_reconcile_seconds",
 	    "Seconds one sync of a key takes, its intents included.");
+	rs_stagestats_declare(RANK_AGE_RATIO, RS_STAT_HISTOGRAM,
+	    "Age of each Ready pod chosen for deletion over the age of the "
+	    "youngest Ready pod of its controller, by creation time, when a "
+	    "scale-down ranks its pods (upstream's measure of how well "
+	    "LogarithmicScaleDown picks young pods: below 2 is good).",
+	    age_ratio_le, sizeof age_ratio_le / sizeof age_ratio_le[0]);
 }
 
 /* Sets the figures and writes them when due (or now: force). */
