@@ -284,6 +284,10 @@ stats_open(void)
 	    "Seconds from rs-watch reading an event to rs-sync handling it.");
 	rs_stagestats_declare_latency("rs_sync_reconcile_seconds",
 	    "Seconds one sync of a key takes, its intents included.");
+	rs_stagestats_declare("rs_sync_takeover_warnings_total",
+	    RS_STAT_COUNTER, "Controllers for which a pod created by another "
+	    "client appeared: another controller of theirs is active.", NULL,
+	    0);
 	rs_stagestats_declare(RANK_AGE_RATIO, RS_STAT_HISTOGRAM,
 	    "Age of each Ready pod chosen for deletion over the age of the "
 	    "youngest Ready pod of its controller, by creation time, when a "
@@ -306,6 +310,8 @@ stats_publish(const struct sync *s, int force)
 	rs_stagestats_set("rs_sync_bad_events_total", NULL, s->bad_events);
 	rs_stagestats_set("rs_sync_intents_total", NULL, s->intents);
 	rs_stagestats_set("rs_sync_syncs_total", NULL, s->syncs);
+	rs_stagestats_set("rs_sync_takeover_warnings_total", NULL,
+	    s->takeover.warnings);
 	rs_stagestats_set("rs_sync_synced", "resource=pods", s->synced_pods);
 	rs_stagestats_set("rs_sync_synced", ctrl, s->synced_ctrls);
 	rs_stagestats_set("rs_sync_cache_objects", "resource=pods",
@@ -469,6 +475,7 @@ main(int argc, char **argv)
 	/* all freed, so that a leak checker reports only real leaks */
 	cache_free(&s.cache);
 	pending_free(&s.pending);
+	takeover_free(&s.takeover);
 	rs_line_writer_free(&out);
 	return rc;
 }

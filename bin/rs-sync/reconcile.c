@@ -335,6 +335,8 @@ sync_ctrl(struct round *o)
 	int satisfied = 0;
 	rs_code rc;
 
+	if ((rc = takeover_emit(s, o->r)) != RS_OK)
+		return rc;
 	rc = rs_exp_satisfied(s->exp, o->r->key, &satisfied, &why);
 	if (rc != RS_OK) {
 		rs_error("unable to read expectations of %s: %s", o->r->key,

@@ -6,6 +6,7 @@
 #include "expectations.h"
 #include "line.h"
 #include "pending.h"
+#include "takeover.h"
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
@@ -25,6 +26,9 @@ struct sync {
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */
+	const cJSON *ref_managers;     /* of the ADDED line being handled:
+	                                  rs-watch's, NULL when none */
+	struct takeover takeover;      /* the take-over guard's warnings */
 };
 
 double sync_now(const struct sync *s);
