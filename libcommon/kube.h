@@ -62,6 +62,13 @@ void rs_kstatus_from_json(struct rs_kstatus *st, long code,
 /* The rs_code of an API error: RS_ENOTFOUND for 404, else RS_EAPI. */
 rs_code rs_kstatus_rc(const struct rs_kstatus *st);
 
+/* The fieldManager of rs-apply's pod writes (creates, adoptions and
+ * releases), sent explicitly rather than left to the server to derive
+ * from the User-Agent: the managedFields of a pod then say that this
+ * controller set its ownerReferences, which is how rs-sync tells its own
+ * pods from another controller's (rs-sync(1), Take-over guard). */
+#define RS_FIELD_MANAGER "rs-apply"
+
 struct rs_kube_opts {
 	double qps;              /* <= 0: unlimited */
 	int burst;

@@ -24,7 +24,7 @@ struct owner {
 };
 
 enum op { OP_ADOPT, OP_RELEASE, OP_CREATE, OP_DELETE, OP_STATUS, OP_END,
-	OP_BAD };
+	OP_EVENT, OP_BAD };
 
 struct intent {
 	struct intent *next;
@@ -39,6 +39,7 @@ struct intent {
 	const cJSON *tmpl;                     /* create */
 	const cJSON *pods;                     /* delete: [{name, uid}] */
 	const cJSON *object, *old_status;      /* status */
+	const char *ev_type, *ev_reason, *ev_message;  /* event */
 	int has_requeue;                       /* end */
 	double requeue_after;
 	double event_at, sent_at;              /* end: wall-clock stamps of

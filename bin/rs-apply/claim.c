@@ -143,8 +143,8 @@ send_patches(struct claim *c)
 			continue;
 		}
 		if ((p = malloc(sizeof *p)) == NULL ||
-		    asprintf(&path, "/api/v1/namespaces/%s/pods/%s",
-		    in->owner.ns, in->pod_name) < 0)
+		    asprintf(&path, "/api/v1/namespaces/%s/pods/%s?fieldManager="
+		    RS_FIELD_MANAGER, in->owner.ns, in->pod_name) < 0)
 			rs_fatal(111, "unable to patch a pod: %s",
 			    rs_strerror(RS_ENOMEM));
 		p->c = c;

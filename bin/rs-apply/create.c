@@ -255,7 +255,8 @@ create_start(struct key *k, struct intent *in)
 	c->body = pod_body(in, prefix);
 	free(prefix);
 	if (c->body == NULL ||
-	    asprintf(&c->path, "/api/v1/namespaces/%s/pods", in->owner.ns) < 0)
+	    asprintf(&c->path, "/api/v1/namespaces/%s/pods?fieldManager="
+	    RS_FIELD_MANAGER, in->owner.ns) < 0)
 		goto oom;
 	c->batch = 1;            /* SlowStartInitialBatchSize */
 	send_batch(c);

@@ -12,7 +12,8 @@
 #include "queue_client.h"
 
 static const char *const op_names[] = {
-	"adopt", "release", "create", "delete", "status", "end", "bad",
+	"adopt", "release", "create", "delete", "status", "end", "event",
+	"bad",
 };
 
 const char *
@@ -143,6 +144,38 @@ decode_status(struct intent *in)
 	return NULL;
 }
 
+/* A string of 1 to max bytes without control characters. */
+static int
+text_ok(const char *s, size_t max)
+{
+	size_t n;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	for (n = 0; s[n]; n++)
+		if ((unsigned char)s[n] < 0x20)
+			return 0;
+	return n <= max;
+}
+
+/* An Event about the owner: type Normal or Warning, a reason (a word),
+ * a message of at most 1024 bytes. */
+static const char *
+decode_event(struct intent *in)
+{
+	in->ev_type = rs_json_str(in->json, "type", NULL);
+	in->ev_reason = rs_json_str(in->json, "reason", NULL);
+	in->ev_message = rs_json_str(in->json, "message", NULL);
+	if (in->ev_type == NULL || (strcmp(in->ev_type, "Normal") != 0 &&
+	    strcmp(in->ev_type, "Warning") != 0))
+		return "type is neither Normal nor Warning";
+	if (!text_ok(in->ev_reason, 128) || strchr(in->ev_reason, ' '))
+		return "reason is missing or not a word of at most 128 bytes";
+	if (!text_ok(in->ev_message, 1024))
+		return "message is missing, too long or has control characters";
+	return NULL;
+}
+
 /* A wall-clock stamp for the latency figures: one that is absent or not
  * a positive number is no stamp (0), never a reason to fail the key. */
 static double
@@ -190,6 +223,7 @@ decode_op(struct intent *in, const char *op)
 		{ "delete", OP_DELETE, decode_delete },
 		{ "status", OP_STATUS, decode_status },
 		{ "end", OP_END, decode_end },
+		{ "event", OP_EVENT, decode_event },
 	};
 	size_t i;
 

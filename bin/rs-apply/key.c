@@ -166,6 +166,11 @@ step_start(struct key *k, struct intent *in)
 	case OP_END:
 		key_end(k, in);
 		break;
+	case OP_EVENT:
+		/* queued for the event writer: never holds the key up */
+		event_record(&in->owner, in->ev_type, in->ev_reason, "%s",
+		    in->ev_message);
+		break;
 	case OP_BAD:
 		k->failed = 1;
 		break;

@@ -7,7 +7,9 @@
  * healthz: ping; queue (rs-queue answers STATS and is not shutting down);
  * one check per required stage (its stats file written within --stale).
  * readyz: the same, plus synced (every rs_sync_synced sample is 1, and
- * there is at least one: rs-sync read SYNCED for each resource). */
+ * there is at least one: rs-sync read SYNCED for each resource) and
+ * takeover (no rs_sync_takeover_warnings_total sample above 0: no other
+ * controller was seen creating pods for ours since rs-sync started). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,46 +80,98 @@ check_stage(struct report *r, const struct rsm_opts *o,
 	}
 }
 
+typedef void (*sample_fn)(void *arg, const cJSON *sample);
+
+/* Calls fn for every sample of the family name, of every stage. */
+static void
+each_sample(const struct rsm_stages *st, const char *name, sample_fn fn,
+    void *arg)
+{
+	const cJSON *fam, *s;
+	size_t i;
+
+	for (i = 0; i < st->n; i++)
+		cJSON_ArrayForEach(fam, cJSON_GetObjectItemCaseSensitive(
+		    st->v[i].json, "families")) {
+			const char *n = rs_json_str(fam, "name", NULL);
+
+			if (n == NULL || strcmp(n, name) != 0)
+				continue;
+			cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(
+			    fam, "samples"))
+				fn(arg, s);
+		}
+}
+
+static double
+sample_value(const cJSON *s)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "value");
+
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+struct unsynced {
+	size_t n;                      /* samples seen */
+	char why[256];                 /* the resources not synced */
+};
+
+static void
+note_unsynced(void *arg, const cJSON *s)
+{
+	struct unsynced *u = arg;
+	const char *res = rs_json_str(s, "labels", "resource", NULL);
+	size_t len = strlen(u->why);
+
+	u->n++;
+	if (sample_value(s) == 1)
+		return;
+	snprintf(u->why + len, sizeof u->why - len, "%s%s", len ? ", " : "",
+	    res ? res : "?");
+}
+
 /* Every rs_sync_synced sample of every stage. */
 static void
 check_synced(struct report *r, const struct rsm_stages *st)
 {
-	char why[256] = "";
-	const cJSON *fam, *s;
-	size_t i, n = 0, len;
+	struct unsynced u = { 0, "" };
+	size_t len;
 
-	for (i = 0; i < st->n; i++) {
-		cJSON_ArrayForEach(fam, cJSON_GetObjectItemCaseSensitive(
-		    st->v[i].json, "families")) {
-			const char *name = rs_json_str(fam, "name", NULL);
-
-			if (name == NULL || strcmp(name, "rs_sync_synced") != 0)
-				continue;
-			cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(
-			    fam, "samples")) {
-				const char *res = rs_json_str(s, "labels",
-				    "resource", NULL);
-				const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-				    s, "value");
-
-				n++;
-				if (cJSON_IsNumber(v) && v->valuedouble == 1)
-					continue;
-				len = strlen(why);
-				snprintf(why + len, sizeof why - len, "%s%s",
-				    len ? ", " : "", res ? res : "?");
-			}
-		}
-	}
-	if (n == 0) {
+	each_sample(st, "rs_sync_synced", note_unsynced, &u);
+	if (u.n == 0) {
 		check(r, "synced", "no stage reports rs_sync_synced yet");
-	} else if (why[0]) {
-		len = strlen(why);
-		snprintf(why + len, sizeof why - len, " not synced");
-		check(r, "synced", why);
+	} else if (u.why[0]) {
+		len = strlen(u.why);
+		snprintf(u.why + len, sizeof u.why - len, " not synced");
+		check(r, "synced", u.why);
 	} else {
 		check(r, "synced", NULL);
 	}
+}
+
+static void
+add_value(void *arg, const cJSON *s)
+{
+	*(double *)arg += sample_value(s);
+}
+
+/* The take-over guard's warnings (rs-sync(1)): another controller of
+ * ours is active, and the two undo each other's work. */
+static void
+check_takeover(struct report *r, const struct rsm_stages *st)
+{
+	char why[256];
+	double n = 0;
+
+	each_sample(st, "rs_sync_takeover_warnings_total", add_value, &n);
+	if (n <= 0) {
+		check(r, "takeover", NULL);
+		return;
+	}
+	snprintf(why, sizeof why, "another controller is active: it created "
+	    "pods for %.0f of ours (rs-sync's log and the "
+	    "AnotherControllerActive events name it)", n);
+	check(r, "takeover", why);
 }
 
 int
@@ -137,8 +191,10 @@ rsm_health(FILE *f, const struct rsm_opts *o, int ready, int verbose)
 	rsm_stages_load(o->stats_dir, &st);
 	for (i = 0; i < o->nstages; i++)
 		check_stage(&r, o, &st, o->stages[i]);
-	if (ready)
+	if (ready) {
 		check_synced(&r, &st);
+		check_takeover(&r, &st);
+	}
 	rsm_stages_free(&st);
 	fclose(r.f);
 	if (!r.failed && !verbose) {

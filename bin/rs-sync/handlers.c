@@ -111,6 +111,7 @@ add_pod(struct sync *s, const struct pod *p)
 		rs_info(4, "pod %s created, observed by %s", p->key, r->key);
 		exp_warn(rs_exp_creation_observed(s->exp, r->key),
 		    "observe a creation", r->key);
+		takeover_pod_added(s, r, p, s->ref_managers);
 		enqueue(s, r->key);
 		return;
 	}
@@ -231,7 +232,9 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 			return RS_EPARSE;
 		}
 		snprintf(key, sizeof key, "%s/%s", ns, name);
-		ctrl_free(cache_del_ctrl(&s->cache, key));
+		if ((r = cache_del_ctrl(&s->cache, key)) != NULL)
+			takeover_forget(&s->takeover, r->uid);
+		ctrl_free(r);
 		delete_ctrl(s, key, uid ? uid : "");
 		cJSON_Delete(take);
 		return RS_OK;
@@ -246,8 +249,10 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 	if ((rc = cache_put_ctrl(&s->cache, r, &old)) != RS_OK)
 		return rc;
 	/* updateRS: a new UID under the same name is a delete, then an add */
-	if (old && strcmp(old->uid, r->uid) != 0)
+	if (old && strcmp(old->uid, r->uid) != 0) {
+		takeover_forget(&s->takeover, old->uid);
 		delete_ctrl(s, old->key, old->uid);
+	}
 	enqueue(s, r->key);
 	ctrl_free(old);
 	return RS_OK;
@@ -384,6 +389,10 @@ handle_event(struct sync *s, const char *line, size_t len)
 		int unknown = cJSON_IsTrue(
 		    cJSON_GetObjectItemCaseSensitive(ev, "final_state_unknown"));
 
+		/* who set the owners matters only when a pod appears */
+		if (strcmp(type, "ADDED") == 0)
+			s->ref_managers = cJSON_GetObjectItemCaseSensitive(ev,
+			    "ref_managers");
 		rc = event_pod(s, type, obj, unknown);
 	} else if (slot == s->read_rv_ctrls) {
 		cJSON_DetachItemViaPointer(ev, obj);
@@ -395,10 +404,12 @@ handle_event(struct sync *s, const char *line, size_t len)
 		goto bad;
 out:
 	s->event_at = 0;
+	s->ref_managers = NULL;
 	cJSON_Delete(ev);
 	return RS_OK;
 bad:
 	s->event_at = 0;
+	s->ref_managers = NULL;
 	s->bad_events++;
 	cJSON_Delete(ev);
 	return rc;

@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "queue_client.h"
+#include "rank.h"
 #include "reconcile.h"
 #include "stagestats.h"
 #include "statedir.h"
@@ -278,6 +279,9 @@ resync_all(struct sync *s)
 		sync_enqueue(s, key, 0);
 }
 
+/* upstream's ExponentialBuckets(0.25, 2, 6) */
+static const double age_ratio_le[] = { 0.25, 0.5, 1, 2, 4, 8 };
+
 /* stats: this stage's figures for rs-metrics (doc/metrics.md). */
 static void
 stats_open(void)
@@ -306,6 +310,16 @@ stats_open(void)
 	    "Seconds from rs-watch reading an event to rs-sync handling it.");
 	rs_stagestats_declare_latency("rs_sync_reconcile_seconds",
 	    "Seconds one sync of a key takes, its intents included.");
+	rs_stagestats_declare("rs_sync_takeover_warnings_total",
+	    RS_STAT_COUNTER, "Controllers for which a pod created by another "
+	    "client appeared: another controller of theirs is active.", NULL,
+	    0);
+	rs_stagestats_declare(RANK_AGE_RATIO, RS_STAT_HISTOGRAM,
+	    "Age of each Ready pod chosen for deletion over the age of the "
+	    "youngest Ready pod of its controller, by creation time, when a "
+	    "scale-down ranks its pods (upstream's measure of how well "
+	    "LogarithmicScaleDown picks young pods: below 2 is good).",
+	    age_ratio_le, sizeof age_ratio_le / sizeof age_ratio_le[0]);
 }
 
 /* Sets the figures and writes them when due (or now: force). */
@@ -322,6 +336,8 @@ stats_publish(const struct sync *s, int force)
 	rs_stagestats_set("rs_sync_bad_events_total", NULL, s->bad_events);
 	rs_stagestats_set("rs_sync_intents_total", NULL, s->intents);
 	rs_stagestats_set("rs_sync_syncs_total", NULL, s->syncs);
+	rs_stagestats_set("rs_sync_takeover_warnings_total", NULL,
+	    s->takeover.warnings);
 	rs_stagestats_set("rs_sync_synced", "resource=pods", s->synced_pods);
 	rs_stagestats_set("rs_sync_synced", ctrl, s->synced_ctrls);
 	rs_stagestats_set("rs_sync_cache_objects", "resource=pods",
@@ -485,6 +501,7 @@ main(int argc, char **argv)
 	/* all freed, so that a leak checker reports only real leaks */
 	cache_free(&s.cache);
 	pending_free(&s.pending);
+	takeover_free(&s.takeover);
 	rs_line_writer_free(&out);
 	return rc;
 }

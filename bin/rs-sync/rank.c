@@ -94,6 +94,38 @@ rank_sort(struct ranked *v, size_t n, double now)
 	qsort_r(v, n, sizeof *v, rank_cmp, &now);
 }
 
+double
+rank_youngest_ready(const struct ranked *v, size_t n)
+{
+	double youngest = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (v[i].pod->ready && v[i].pod->created > youngest)
+			youngest = v[i].pod->created;
+	return youngest;
+}
+
+/* A Go duration's Milliseconds(): truncated toward zero. */
+static long long
+millis(double seconds)
+{
+	return (long long)(seconds * 1e3);
+}
+
+double
+rank_age_ratio(const struct pod *victim, double youngest, double now)
+{
+	long long age, young;
+
+	if (!victim->ready || youngest <= 0)
+		return -1;
+	age = millis(now - victim->created);
+	young = millis(now - youngest);
+	if (young == 0)
+		return -1;
+	return (double)(age / young);
+}
+
 /* Counts p on its node unless it was counted already (an orphan can match
  * several siblings' selectors; upstream counts each pod once). */
 static rs_code

@@ -22,4 +22,19 @@ void rank_sort(struct ranked *v, size_t n, double now);
 /* The comparison itself: 1 when a goes before b. */
 int rank_less(const struct ranked *a, const struct ranked *b, double now);
 
+/* The histogram of victims' age ratios, named as upstream's: the
+ * replicaset_controller subsystem, on ReplicationControllers too (the
+ * manager is upstream's ReplicaSet controller). Buckets 0.25 to 8. */
+#define RANK_AGE_RATIO "replicaset_controller_sorting_deletion_age_ratio"
+
+/* replicaset_controller_sorting_deletion_age_ratio (doc/metrics.md), as
+ * upstream reports it once the pods are sorted: the creation time of the
+ * youngest Ready pod of v (0: none is Ready), then, for one victim, its
+ * age over that pod's age, both in whole milliseconds and divided as
+ * integers, as upstream divides them. -1 when there is nothing to
+ * report: the victim is not Ready, or the youngest age is under a
+ * millisecond (upstream would divide by zero). */
+double rank_youngest_ready(const struct ranked *v, size_t n);
+double rank_age_ratio(const struct pod *victim, double youngest, double now);
+
 #endif

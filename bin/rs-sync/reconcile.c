@@ -151,6 +151,18 @@ scale_up(struct round *o, int n)
 	return intent_emit(o->s, in);
 }
 
+/* How far from the youngest the victims were (the families of rs-sync:
+ * doc/metrics.md); upstream reports it only when it sorted, as here. */
+static void
+report_age_ratios(const struct ranked *v, size_t nc, size_t n, double now)
+{
+	double youngest = rank_youngest_ready(v, nc), ratio;
+
+	for (size_t i = 0; i < n; i++)
+		if ((ratio = rank_age_ratio(v[i].pod, youngest, now)) >= 0)
+			rs_stagestats_observe(RANK_AGE_RATIO, NULL, ratio);
+}
+
 static rs_code
 scale_down(struct round *o, int n)
 {
@@ -170,6 +182,7 @@ scale_down(struct round *o, int n)
 		if ((rc = rank_colocated(o->s, o->r, v, nc)) != RS_OK)
 			goto out;
 		rank_sort(v, nc, o->now);
+		report_age_ratios(v, nc, n, o->now);
 	}
 	for (i = 0; i < (size_t)n; i++) {
 		keys[i] = v[i].pod->key;
@@ -399,6 +412,8 @@ sync_ctrl(struct round *o)
 	int satisfied = 0;
 	rs_code rc;
 
+	if ((rc = takeover_emit(s, o->r)) != RS_OK)
+		return rc;
 	rc = rs_exp_satisfied(s->exp, o->r->key, &satisfied, &why);
 	if (rc != RS_OK) {
 		rs_error("unable to read expectations of %s: %s", o->r->key,

@@ -7,6 +7,7 @@
 #include "line.h"
 #include "pending.h"
 #include "resourceversion.h"
+#include "takeover.h"
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
@@ -28,6 +29,9 @@ struct sync {
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */
+	const cJSON *ref_managers;     /* of the ADDED line being handled:
+	                                  rs-watch's, NULL when none */
+	struct takeover takeover;      /* the take-over guard's warnings */
 };
 
 /* How far rs-sync has read the stream of resource ("pods", or the kind's

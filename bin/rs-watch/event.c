@@ -75,29 +75,173 @@ cut(struct objtext *t, const struct rs_jiter *md, struct rs_jspan k,
 	}
 }
 
+/* Walks the rest of the container it walks. */
+static void
+walk_rest(const char *buf, struct rs_jiter *it)
+{
+	struct rs_jspan k, v;
+
+	if (buf[it->start] == '{')
+		while (rs_jscan_member(it, &k, &v) == RS_OK)
+			;
+	else
+		while (rs_jscan_elem(it, &v) == RS_OK)
+			;
+}
+
+/* Whether the object walked by o has a member named key; walks o to its
+ * end. */
+static int
+has_member(const struct objtext *t, struct rs_jiter *o, const char *key)
+{
+	struct rs_jspan k, v;
+	int found = 0;
+
+	if (t->buf[o->start] != '{') {
+		walk_rest(t->buf, o);
+		return 0;
+	}
+	while (rs_jscan_member(o, &k, &v) == RS_OK)
+		if (!found && rs_jscan_keyeq(t->buf, k, key))
+			found = 1;
+	return found;
+}
+
+/* Whether the fieldsV1 walked by f has f:metadata with f:ownerReferences:
+ * the entry's manager set (some of) the owners. Walks f to its end. */
+static int
+owns_refs(const struct objtext *t, struct rs_jiter *f)
+{
+	struct rs_jiter md;
+	struct rs_jspan k, v;
+	unsigned done = 0;
+	int owns = 0;
+
+	if (t->buf[f->start] != '{') {
+		walk_rest(t->buf, f);
+		return 0;
+	}
+	while (rs_jscan_key(f, &k) == RS_OK) {
+		if (first(t, k, "f:metadata", 1, &done) &&
+		    rs_jscan_enter(f, &md) == RS_OK) {
+			owns = has_member(t, &md, "f:ownerReferences");
+			if (rs_jscan_leave(f, &md, NULL) != RS_OK)
+				break;
+			continue;
+		}
+		if (rs_jscan_elem(f, &v) != RS_OK)
+			break;
+	}
+	return owns;
+}
+
+/* Keeps m among the ref_managers, once. */
+static void
+add_manager(struct objtext *t, struct rs_jspan m)
+{
+	size_t n = m.end - m.off;
+
+	for (size_t i = 0; i < t->nmgr; i++)
+		if (t->mgr[i].end - t->mgr[i].off == n &&
+		    memcmp(t->buf + t->mgr[i].off, t->buf + m.off, n) == 0)
+			return;
+	if (t->nmgr < EVENT_MANAGERS_MAX)
+		t->mgr[t->nmgr++] = m;
+}
+
+enum { E_MGR = 1, E_FIELDS = 2 };
+
+/* One entry of managedFields, walked by e to its end. */
+static void
+scan_entry(struct objtext *t, struct rs_jiter *e)
+{
+	struct rs_jiter f;
+	struct rs_jspan k, v, mgr = { 0, 0 };
+	unsigned done = 0;
+	int owns = 0, is_mgr;
+
+	if (t->buf[e->start] != '{') {
+		walk_rest(t->buf, e);
+		return;
+	}
+	while (rs_jscan_key(e, &k) == RS_OK) {
+		if (first(t, k, "fieldsV1", E_FIELDS, &done) &&
+		    rs_jscan_enter(e, &f) == RS_OK) {
+			owns = owns_refs(t, &f);
+			if (rs_jscan_leave(e, &f, NULL) != RS_OK)
+				return;
+			continue;
+		}
+		is_mgr = first(t, k, "manager", E_MGR, &done);
+		if (rs_jscan_elem(e, &v) != RS_OK)
+			return;
+		if (is_mgr)
+			string_of(t, v, &mgr);
+	}
+	if (owns && !absent(mgr))
+		add_manager(t, mgr);
+}
+
+/* The value of managedFields, walked once from md: its entries' managers
+ * noted, its span in *v. */
+static rs_code
+scan_managed(struct objtext *t, struct rs_jiter *md, struct rs_jspan *v)
+{
+	struct rs_jiter list, e;
+	struct rs_jspan skip;
+	rs_code rc;
+
+	if ((rc = rs_jscan_enter(md, &list)) == RS_EPARSE)
+		return rs_jscan_elem(md, v);    /* not a list: nothing in it */
+	if (rc != RS_OK)
+		return rc;
+	if (t->buf[list.start] != '[')
+		walk_rest(t->buf, &list);
+	else
+		while ((rc = rs_jscan_enter(&list, &e)) != RS_EEOF) {
+			if (rc != RS_OK) {      /* an entry that is no container */
+				if (rs_jscan_elem(&list, &skip) != RS_OK)
+					break;
+				continue;
+			}
+			scan_entry(t, &e);
+			if (rs_jscan_leave(&list, &e, NULL) != RS_OK)
+				break;
+		}
+	return rs_jscan_leave(md, &list, v);
+}
+
 enum { M_NAME = 1, M_NS = 2, M_RV = 4, M_UID = 8, M_MF = 16, M_ALL = 31 };
 
 /* metadata's members; whole: walked to its end, so that the walk of the
- * object can go on past it. */
+ * object can go on past it. managedFields is walked whatever trim says:
+ * its owners of ownerReferences are printed even when it is kept. */
 static void
 scan_metadata(struct objtext *t, struct rs_jiter *md, int trim, int whole)
 {
 	struct rs_jspan k, v;
-	unsigned done = trim ? 0 : M_MF;
+	unsigned done = 0;
 	size_t prev_end = 0;
 	int has_prev = 0;
 
-	while ((whole || done != M_ALL) && rs_jscan_member(md, &k, &v) == RS_OK) {
-		if (first(t, k, "managedFields", M_MF, &done))
-			cut(t, md, k, v, has_prev, prev_end);
-		else if (first(t, k, "name", M_NAME, &done))
-			string_of(t, v, &t->name);
-		else if (first(t, k, "namespace", M_NS, &done))
-			string_of(t, v, &t->ns);
-		else if (first(t, k, "resourceVersion", M_RV, &done))
-			string_of(t, v, &t->rv);
-		else if (first(t, k, "uid", M_UID, &done))
-			string_of(t, v, &t->uid);
+	while ((whole || done != M_ALL) && rs_jscan_key(md, &k) == RS_OK) {
+		if (first(t, k, "managedFields", M_MF, &done)) {
+			if (scan_managed(t, md, &v) != RS_OK)
+				break;
+			if (trim)
+				cut(t, md, k, v, has_prev, prev_end);
+		} else {
+			if (rs_jscan_elem(md, &v) != RS_OK)
+				break;
+			if (first(t, k, "name", M_NAME, &done))
+				string_of(t, v, &t->name);
+			else if (first(t, k, "namespace", M_NS, &done))
+				string_of(t, v, &t->ns);
+			else if (first(t, k, "resourceVersion", M_RV, &done))
+				string_of(t, v, &t->rv);
+			else if (first(t, k, "uid", M_UID, &done))
+				string_of(t, v, &t->uid);
+		}
 		prev_end = v.end;
 		has_prev = 1;
 	}
@@ -394,6 +538,32 @@ put_at(struct linebuf *b)
 		b->len += (size_t)n;
 }
 
+/* ,"ref_managers":[...]: the strings as the object has them. */
+static void
+put_managers(struct linebuf *b, const struct objtext *t)
+{
+	if (t == NULL || t->nmgr == 0)
+		return;
+	puts0(b, ",\"ref_managers\":[");
+	for (size_t i = 0; i < t->nmgr; i++) {
+		if (i > 0)
+			put(b, ",", 1);
+		put(b, t->buf + t->mgr[i].off, t->mgr[i].end - t->mgr[i].off);
+	}
+	put(b, "]", 1);
+}
+
+/* Room for put_managers. */
+static size_t
+managers_len(const struct objtext *t)
+{
+	size_t n = 20;
+
+	for (size_t i = 0; i < t->nmgr; i++)
+		n += t->mgr[i].end - t->mgr[i].off + 1;
+	return n;
+}
+
 /* type and resource need no escaping (checked words). */
 static void
 put_envelope(struct linebuf *b, const char *type, const char *resource,
@@ -417,7 +587,7 @@ event_emit(struct linebuf *b, const char *type, const char *resource,
 	size_t need = strlen(type) + strlen(resource) + 96 + AT_MAX;
 	rs_code rc;
 
-	need += t->obj.end - t->obj.off;
+	need += t->obj.end - t->obj.off + 32 + managers_len(t);
 	if (t->add_api_version)
 		need += quoted_max(strlen(t->add_api_version));
 	if (t->add_kind)
@@ -426,6 +596,7 @@ event_emit(struct linebuf *b, const char *type, const char *resource,
 	if ((rc = reserve(b, need)) != RS_OK)
 		return rc;
 	put_envelope(b, type, resource, final_state_unknown);
+	put_managers(b, t);
 	puts0(b, ",\"object\":");
 	put_object(b, t);
 	put(b, "}", 1);

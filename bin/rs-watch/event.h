@@ -1,6 +1,7 @@
 /* event.h: the output line, one per event:
  *   {"type":"ADDED","resource":"pods","at":1795292352.123456,"object":{...}}
  *   {"type":"DELETED","resource":"pods","at":...,"final_state_unknown":true,"object":{...}}
+ *   {"type":"ADDED","resource":"pods","at":...,"ref_managers":["m"],"object":{...}}
  *   {"type":"SYNCED","resource":"pods","at":...,"resourceVersion":"N"}
  *   {"type":"BOOKMARK","resource":"pods","at":...,"resourceVersion":"N"}
  * "at" is the wall clock (Unix seconds, microseconds) when the line was
@@ -9,6 +10,10 @@
  * the list, or of the server's bookmark (or of a relist, after its
  * difference). The members of every line come in this order: type,
  * resource, at, then the line's own.
+ * "ref_managers": the managers of the object's managedFields entries that
+ * own metadata.ownerReferences (who set its owners), when there are any:
+ * the one thing of managedFields a consumer reads (rs-sync's take-over
+ * guard), kept when the rest is cut.
  * Objects lose metadata.managedFields unless asked not to, and get the
  * apiVersion and kind that list responses leave out of their items.
  *
@@ -25,6 +30,10 @@
 #include "jscan.h"
 #include "resourceversion.h"
 #include "seen.h"
+
+/* ref_managers kept at most: a create makes one entry, an adoption one
+ * more; the rest of a longer list is left out. */
+#define EVENT_MANAGERS_MAX 8
 
 /* A growing buffer for rendering lines, one per thread. */
 struct linebuf {
@@ -46,11 +55,15 @@ struct objtext {
 	int empty;                       /* no member of its own */
 	struct rs_jspan kind;            /* its kind, when a string */
 	struct rs_jspan name, ns, rv, uid;   /* metadata's, when strings */
+	struct rs_jspan mgr[EVENT_MANAGERS_MAX];  /* ref_managers: strings as
+	                                    written, each value once */
+	size_t nmgr;
 };
 
 /* Scans obj, an object in buf that rs_jscan validated: its identity, the
- * cut of metadata.managedFields (trim), and the apiVersion and kind to add
- * when it lacks them (NULL: never). */
+ * managers that own its ownerReferences, the cut of metadata.managedFields
+ * (trim), and the apiVersion and kind to add when it lacks them (NULL:
+ * never). */
 void event_scan(struct objtext *t, const char *buf, struct rs_jspan obj,
     int trim, const char *api_version, const char *kind);
 /* The same for the next element of items (a list's), walked once: the

@@ -12,7 +12,9 @@
  *    apiVersion and kind first when it had none; its identity is what
  *    cJSON's look-ups give (a text with a \u0000 is left out of this
  *    check: cJSON cuts a key at it, the scanner and Go do not), and its
- *    envelope carries the time "at". */
+ *    envelope carries the time "at" and, as "ref_managers", the managers
+ *    of the managedFields entries whose fieldsV1 has f:metadata with
+ *    f:ownerReferences (as a set, at most EVENT_MANAGERS_MAX of them). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +180,65 @@ expected(const cJSON *in, int trim, const char *av, const char *kind)
 	return x;
 }
 
+/* Whether the entry of managedFields e owns metadata.ownerReferences. */
+static int
+owns_refs(const cJSON *e)
+{
+	const cJSON *md = rs_json_get(e, "fieldsV1", "f:metadata", NULL);
+
+	return cJSON_IsObject(md) &&
+	    cJSON_GetObjectItemCaseSensitive(md, "f:ownerReferences") != NULL;
+}
+
+static int
+in_array(const cJSON *a, const char *s)
+{
+	const cJSON *x;
+
+	cJSON_ArrayForEach(x, a)
+		if (cJSON_IsString(x) && strcmp(x->valuestring, s) == 0)
+			return 1;
+	return 0;
+}
+
+/* ref_managers against cJSON's reading of managedFields: the same set of
+ * names, or (past the bound) as many as the bound, all of them right. */
+static void
+check_managers(const cJSON *in, const cJSON *out)
+{
+	const cJSON *mf = rs_json_get(in, "metadata", "managedFields", NULL);
+	const cJSON *got = cJSON_GetObjectItemCaseSensitive(out,
+	    "ref_managers"), *e, *m, *x;
+	cJSON *want = cJSON_CreateArray();
+	int nwant, ngot = 0;
+
+	CHECK(want != NULL);
+	if (cJSON_IsArray(mf) && cJSON_IsObject(
+	    cJSON_GetObjectItemCaseSensitive(in, "metadata")))
+		cJSON_ArrayForEach(e, mf) {
+			m = cJSON_GetObjectItemCaseSensitive(e, "manager");
+			if (cJSON_IsObject(e) && cJSON_IsString(m) &&
+			    owns_refs(e) && !in_array(want, m->valuestring))
+				cJSON_AddItemToArray(want,
+				    cJSON_CreateString(m->valuestring));
+		}
+	nwant = cJSON_GetArraySize(want);
+	CHECK((got == NULL) == (nwant == 0));
+	if (got != NULL) {
+		CHECK(cJSON_IsArray(got));
+		cJSON_ArrayForEach(x, got) {
+			CHECK(cJSON_IsString(x) && in_array(want, x->valuestring));
+			ngot++;
+		}
+		CHECK(ngot <= EVENT_MANAGERS_MAX);
+		/* values the scanner tells apart by their escapes, cJSON not */
+		if (nwant <= EVENT_MANAGERS_MAX)
+			cJSON_ArrayForEach(x, want)
+				CHECK(in_array(got, x->valuestring));
+	}
+	cJSON_Delete(want);
+}
+
 /* The unescaped length of s, a NUL inside counted; 0 when absent. */
 static size_t
 ulen(const char *buf, struct rs_jspan s)
@@ -299,6 +360,7 @@ render(const char *buf, struct rs_jspan v, const cJSON *in, unsigned opt)
 	obj = cJSON_GetObjectItemCaseSensitive(out, "object");
 	want = expected(in, opt & 1, av, kind);
 	CHECK(obj != NULL && equal(want, obj));
+	check_managers(in, out);
 	cJSON_Delete(want);
 	cJSON_Delete(out);
 	as_list_item(buf, v, opt, av, kind);

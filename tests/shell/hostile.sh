@@ -290,7 +290,7 @@ test_expectations_damaged_apply() {
 
 # apply_ok: rs-apply --dry-run printed the good intents' requests.
 apply_ok() {
-  jq -se 'map(select(.method == "POST" and .path == "/api/v1/namespaces/ns/pods")) | length == 2' \
+  jq -se 'map(select(.method == "POST" and .path == "/api/v1/namespaces/ns/pods?fieldManager=rs-apply")) | length == 2' \
     "$TMP/out" >/dev/null 2>&1 &&
   jq -se 'map(select(.method == "PUT" and (.path | endswith("/replicasets/web/status")))) | length == 1' \
     "$TMP/out" >/dev/null 2>&1

@@ -210,3 +210,24 @@ check_quota_failure() {
   assertTrue "recovered to 4" "wait_count $_ns app=web 4 60"
   assertTrue "condition cleared" "wait_for 30 ${_k}_status_is $_ns web '([.conditions[]? | select(.type==\"ReplicaFailure\")] | length == 0) and .replicas == 4'"
 }
+
+# rs-metrics: MURL is where the one metrics_start started listens.
+MURL=
+# metrics_start [FLAGS...]: rs-metrics on a free port; sets MURL.
+metrics_start() {
+  : >"$TMP/metrics.log"
+  rs_bg rs-metrics --listen 127.0.0.1:0 -v 3 "$@" 2>"$TMP/metrics.log"
+  wait_for 10 grep -q 'listening on' "$TMP/metrics.log" || return 1
+  MURL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\)/$|\1|p' "$TMP/metrics.log" | tail -1)
+  [ -n "$MURL" ]
+}
+
+code() { curl -s -o /dev/null -w '%{http_code}' "$MURL$1"; }
+is_code() { [ "$(code "$1")" = "$2" ]; }
+body() { curl -s "$MURL$1"; }
+scrape() { curl -s -f "$MURL/metrics" >"$1"; }
+
+# value FILE SERIES: the value of one series, exactly as written.
+value() { mawk -v s="$2" '$1 == s { print $2; f = 1 } END { if (!f) print "none" }' "$1"; }
+# total FILE PREFIX: the sum of the series starting with PREFIX.
+total() { mawk -v p="$2" 'index($0, p) == 1 { t += $NF } END { print t + 0 }' "$1"; }

@@ -6,7 +6,6 @@
 # controller at work on the test cluster, latency histograms included.
 . "$(dirname "$0")/lib.sh"
 
-MURL=
 SYNC_PID=
 
 # stages_gone: no process named in a stats file is alive (kill -0 only
@@ -44,20 +43,6 @@ start_queue() {
   RS_QUEUE_PID=$!
   wait_for 10 test -S "$RS_STATE_DIR/queue.sock"
 }
-
-# metrics_start [FLAGS...]: rs-metrics on a free port; sets MURL.
-metrics_start() {
-  : >"$TMP/metrics.log"
-  rs_bg rs-metrics --listen 127.0.0.1:0 -v 3 "$@" 2>"$TMP/metrics.log"
-  wait_for 10 grep -q 'listening on' "$TMP/metrics.log" || return 1
-  MURL=$(sed -n 's|.*listening on \(http://[0-9.]*:[0-9]*\)/$|\1|p' "$TMP/metrics.log" | tail -1)
-  [ -n "$MURL" ]
-}
-
-code() { curl -s -o /dev/null -w '%{http_code}' "$MURL$1"; }
-is_code() { [ "$(code "$1")" = "$2" ]; }
-body() { curl -s "$MURL$1"; }
-scrape() { curl -s -f "$MURL/metrics" >"$1"; }
 
 # raw REQUEST: the status line of the answer to bytes sent as they are.
 raw() {
@@ -124,11 +109,6 @@ latency_ok() {
     if (bad != "") { print n ":" bad; exit 1 }
   }' "$1"
 }
-
-# value FILE SERIES: the value of one series, exactly as written.
-value() { mawk -v s="$2" '$1 == s { print $2; f = 1 } END { if (!f) print "none" }' "$1"; }
-# total FILE PREFIX: the sum of the series starting with PREFIX.
-total() { mawk -v p="$2" 'index($0, p) == 1 { t += $NF } END { print t + 0 }' "$1"; }
 
 test_endpoints_without_stages() {
   start_queue || fail "rs-queue did not start"
@@ -339,6 +319,51 @@ test_metrics_of_the_controller_at_work() {
   assertNotEquals "an end of $ns/web with event_at" "" "$end"
   assertTrue "event_at <= sent_at, within the last minute: $end" \
     "echo '$end' | jq -e --argjson now $now '.event_at <= .sent_at and .sent_at <= \$now + 1 and .event_at > \$now - 60'"
+  stop_controller
+}
+
+# upstream's buckets of replicaset_controller_sorting_deletion_age_ratio
+AGE_RATIO=replicaset_controller_sorting_deletion_age_ratio
+AGE_RATIO_LE='0.25 0.5 1 2 4 8 +Inf'
+
+# age_ratio_count FILE: the histogram's count (0 before its first sample).
+age_ratio_count() {
+  n=$(value "$1" "${AGE_RATIO}_count")
+  [ "$n" = none ] && n=0
+  echo "$n"
+}
+
+# The victims of a scale-down that sorts are observed, Ready ones only,
+# once each, in upstream's buckets; deleting every pod sorts nothing.
+test_sorting_deletion_age_ratio() {
+  need_cluster || return 0
+  start_controller
+  metrics_start --stages rs-sync || fail "rs-metrics did not start"
+  ns=$(new_ns ageratio)
+  make_rs "$ns" web 5
+  assertTrue "5 pods" "wait_count $ns app=web 5 30"
+  # four Ready, one not: the unready one goes first and is not observed
+  for p in $(live_pods "$ns" app=web | head -4); do
+    set_pod_status "$ns" "$p" Running True
+  done
+  assertTrue "4 ready" "wait_for 20 rs_status_is $ns web '.readyReplicas == 4'"
+  assertTrue "scraped" "wait_for 10 scrape '$TMP/r0'"
+  before=$(age_ratio_count "$TMP/r0")
+  kubectl -n "$ns" scale rs web --replicas 1 >/dev/null
+  assertTrue "1 pod" "wait_count $ns app=web 1 30"
+  observed() { scrape "$TMP/r1" && [ "$(age_ratio_count "$TMP/r1")" -ge $((before + 3)) ]; }
+  assertTrue "3 Ready victims observed" "wait_for 10 observed"
+  sleep 1.5   # a stats file's period: nothing more comes
+  scrape "$TMP/r1"
+  assertEquals "count: the Ready victims" $((before + 3)) "$(age_ratio_count "$TMP/r1")"
+  assertEquals "upstream's buckets" "$AGE_RATIO_LE" "$(sed -n \
+    "s/^${AGE_RATIO}_bucket{le=\"\([^\"]*\)\"} .*/\1/p" "$TMP/r1" | tr '\n' ' ' | sed 's/ $//')"
+  assertTrue "histogram type" "grep -qx '# TYPE $AGE_RATIO histogram' '$TMP/r1'"
+  kubectl -n "$ns" scale rs web --replicas 0 >/dev/null
+  assertTrue "0 pods" "wait_count $ns app=web 0 30"
+  sleep 1.5
+  scrape "$TMP/r2"
+  assertEquals "all deleted: no sort, no sample" $((before + 3)) "$(age_ratio_count "$TMP/r2")"
   stop_controller
 }
 
