@@ -55,6 +55,8 @@ struct rs_exp {
 	size_t map_size;
 	uint64_t allocated;     /* bytes of the file known allocated */
 	int damaged;            /* found damaged: refused until a reset */
+	char damage[200];       /* why */
+	int draining;           /* a map-full is retried on a grown map */
 	size_t pre_size;        /* the file's size before LMDB opened it */
 };
 
@@ -196,6 +198,7 @@ static rs_code
 damaged(struct rs_exp *e, struct tx *x, const char *why)
 {
 	e->damaged = 1;
+	snprintf(e->damage, sizeof e->damage, "%s", why);
 	note(x, 1, "%s is damaged: %s (rs_exp_reset or remove it)", e->path,
 	    why);
 	return RS_EPARSE;
@@ -211,6 +214,9 @@ mdb_code(struct rs_exp *e, struct tx *x, int err)
 	case MDB_NOTFOUND:
 		return RS_ENOTFOUND;
 	case MDB_MAP_FULL:
+		if (e->draining)
+			return RS_EFULL;
+		/* FALLTHROUGH */
 	case MDB_TXN_FULL:
 	case ENOSPC:
 		note(x, 1, "%s: capacity exhausted (map of %zu bytes, or the "
@@ -273,7 +279,8 @@ tx_begin_sized(struct rs_exp *e, struct tx *x, unsigned flags,
 	memset(x, 0, sizeof *x);
 	x->e = e;
 	if (e->damaged && !(flags & TX_REPAIR)) {
-		rs_error("%s is damaged (rs_exp_reset or remove it)", e->path);
+		rs_error("%s is damaged: %s (rs_exp_reset or remove it)",
+		    e->path, e->damage);
 		return RS_EPARSE;
 	}
 	flags &= ~TX_REPAIR;
@@ -447,30 +454,47 @@ files_prepare(struct rs_exp *e, int nocreate, int *empty)
 	return file_prepare(lock, 0, &lock_empty, &lock_size);
 }
 
-/* A file cut short would be read past its end through the map (SIGBUS):
- * its pages must reach the last one the newest meta page names. */
+/* A file cut short would be read past its end through the map (SIGBUS),
+ * and the read-write open (WRITEMAP) would extend it to the map size and
+ * hide the cut: before it, a read-only look without locks at the newest
+ * meta page, whose last page the file must reach. */
 static rs_code
 size_check(struct rs_exp *e)
 {
+	MDB_env *env;
 	MDB_envinfo info;
 	MDB_stat st;
-	struct stat fs;
-	mdb_filehandle_t fd;
+	int err;
+	rs_code rc = RS_OK;
 
-	if (mdb_env_info(e->env, &info) != 0 || mdb_env_stat(e->env, &st) != 0 ||
-	    mdb_env_get_fd(e->env, &fd) != 0 || fstat(fd, &fs) < 0)
-		return RS_EIO;
-	if (check_owner(e->path, fd) != RS_OK)
-		return RS_EREFUSED;
-	/* LMDB has extended the file to the map size by now: compare the
-	 * size it had before */
-	if (e->pre_size > 0 && (uint64_t)e->pre_size <
+	if (e->pre_size == 0 || (err = mdb_env_create(&env)) != 0)
+		return RS_OK;
+	err = mdb_env_open(env, e->path, MDB_NOSUBDIR | MDB_RDONLY |
+	    MDB_NOLOCK, 0600);
+	if (err == MDB_INVALID || err == MDB_VERSION_MISMATCH) {
+		rs_error("unable to use %s: not an expectations file (%s)",
+		    e->path, mdb_strerror(err));
+		rc = RS_EPARSE;
+	} else if (err == 0 && mdb_env_info(env, &info) == 0 &&
+	    mdb_env_stat(env, &st) == 0 && (uint64_t)e->pre_size <
 	    ((uint64_t)info.me_last_pgno + 1) * st.ms_psize) {
 		rs_error("unable to use %s: file size does not match its "
 		    "contents (truncated?)", e->path);
-		return RS_EPARSE;
+		rc = RS_EPARSE;
 	}
-	return RS_OK;
+	mdb_env_close(env);
+	return rc;
+}
+
+/* The file LMDB opened is the one checked (not swapped meanwhile). */
+static rs_code
+fd_check(struct rs_exp *e)
+{
+	mdb_filehandle_t fd;
+
+	if (mdb_env_get_fd(e->env, &fd) != 0)
+		return RS_EIO;
+	return check_owner(e->path, fd);
 }
 
 static void
@@ -525,6 +549,34 @@ boot_check(struct tx *x)
 	return put(x, x->e->meta, &k, &d, 0);
 }
 
+/* The databases and the boot check in a read transaction, which waits for
+ * no writer: 1 when nothing needs writing. */
+static int
+dbs_open_read(struct rs_exp *e)
+{
+	MDB_val k = { .mv_size = sizeof BOOT_KEY - 1, .mv_data = BOOT_KEY };
+	MDB_val d;
+	MDB_txn *t;
+	char boot[48];
+	int ok;
+
+	if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &t) != 0)
+		return 0;
+	boot_id_read(boot, sizeof boot);
+	ok = mdb_dbi_open(t, "expect", 0, &e->expect) == 0 &&
+	    mdb_dbi_open(t, "deleting", MDB_DUPSORT, &e->deleting) == 0 &&
+	    mdb_dbi_open(t, "written", 0, &e->written) == 0 &&
+	    mdb_dbi_open(t, "meta", 0, &e->meta) == 0 &&
+	    (boot[0] == '\0' || (mdb_get(t, e->meta, &k, &d) == 0 &&
+	    d.mv_size == strlen(boot) && memcmp(d.mv_data, boot,
+	    d.mv_size) == 0));
+	/* a read transaction's commit keeps the handles it opened */
+	if (ok)
+		return mdb_txn_commit(t) == 0;
+	mdb_txn_abort(t);
+	return 0;
+}
+
 static rs_code
 dbs_open(struct rs_exp *e)
 {
@@ -532,6 +584,8 @@ dbs_open(struct rs_exp *e)
 	int err;
 	rs_code rc;
 
+	if (dbs_open_read(e))
+		return RS_OK;
 	if ((rc = tx_begin(e, &x, 0)) != RS_OK)
 		return rc;
 	if ((err = mdb_dbi_open(x.t, "expect", MDB_CREATE, &e->expect)) ||
@@ -562,9 +616,10 @@ env_open(struct rs_exp *e, size_t map)
 		return mdb_code(e, NULL, err);
 	/* WRITEMAP: a transaction writes its pages in the map instead of
 	 * copying each out with pwrite, 7 times faster on tmpfs (see room for
-	 * the one risk). NOSYNC: tmpfs has nothing to flush to (a disk file
-	 * only loses the last transactions at a power cut, never its
-	 * consistency). NOTLS: a read transaction belongs to the call, not to
+	 * the one risk). NOSYNC: tmpfs has nothing to flush to and is empty
+	 * after a crash of the system; a disk file may be damaged by one
+	 * (NOSYNC with WRITEMAP), which a reboot's first open finds or the
+	 * boot rule empties. NOTLS: a read transaction belongs to the call, not to
 	 * the thread. */
 	err = mdb_env_open(e->env, e->path, MDB_NOSUBDIR | MDB_WRITEMAP |
 	    MDB_NOSYNC | MDB_NOTLS | MDB_NORDAHEAD, 0600);
@@ -595,6 +650,7 @@ whole_check(struct rs_exp *e)
 
 	if (rs_exp_check(e, why, sizeof why) == RS_EPARSE) {
 		e->damaged = 1;
+		snprintf(e->damage, sizeof e->damage, "%s", why);
 		rs_error("%s is damaged: %s (rs_exp_reset or remove it)",
 		    e->path, why);
 	}
@@ -625,9 +681,11 @@ rs_exp_open(const char *path, const struct rs_exp_opts *o, struct rs_exp **out)
 		goto out;
 	if (map == 0 && empty)
 		map = RS_EXP_MAP_DEFAULT;
+	if ((rc = size_check(e)) != RS_OK)
+		goto out;
 	if ((rc = env_open(e, map)) != RS_OK)
 		goto out;
-	if ((rc = size_check(e)) != RS_OK)
+	if ((rc = fd_check(e)) != RS_OK)
 		goto out;
 	if ((rc = dbs_open(e)) == RS_OK && !empty)
 		whole_check(e);
@@ -729,9 +787,38 @@ rs_exp_expect_deletions(struct rs_exp *e, const char *key,
 	return tx_end(&x, rc);
 }
 
+/* A write that only lowers or removes must not fail for a full map, or a
+ * full store could never empty (LMDB copies pages even to delete): on a
+ * full map it runs once more on a map grown by an eighth. Writes that add
+ * records fail. */
+static rs_code
+grow(struct rs_exp *e)
+{
+	size_t more = e->map_size / 8 > RS_EXP_MAP_MIN ? e->map_size / 8 :
+	    RS_EXP_MAP_MIN;
+	int err;
+
+	if ((err = mdb_env_set_mapsize(e->env, e->map_size + more)) != 0)
+		return mdb_code(e, NULL, err);
+	e->map_size += more;
+	rs_warn("%s: map full: grown to %zu bytes, so that records can be "
+	    "removed", e->path, e->map_size);
+	return RS_OK;
+}
+
+#define DRAINING(e, call) do { \
+	rs_code drc_; \
+	(e)->draining = 1; \
+	drc_ = (call); \
+	(e)->draining = 0; \
+	if (drc_ == RS_EFULL && grow(e) == RS_OK) \
+		drc_ = (call); \
+	return drc_; \
+} while (0)
+
 /* add -= n on an existing record; the timestamp stays. */
 static rs_code
-lower(struct rs_exp *e, const char *key, int64_t n)
+lower_once(struct rs_exp *e, const char *key, int64_t n)
 {
 	struct exp_val v;
 	struct tx x;
@@ -754,17 +841,17 @@ lower(struct rs_exp *e, const char *key, int64_t n)
 rs_code
 rs_exp_creation_observed(struct rs_exp *e, const char *key)
 {
-	return lower(e, key, 1);
+	DRAINING(e, lower_once(e, key, 1));
 }
 
 rs_code
 rs_exp_lower_creations(struct rs_exp *e, const char *key, int64_t n)
 {
-	return lower(e, key, n);
+	DRAINING(e, lower_once(e, key, n));
 }
 
-rs_code
-rs_exp_deletion_observed(struct rs_exp *e, const char *key, const char *pod)
+static rs_code
+deletion_observed_once(struct rs_exp *e, const char *key, const char *pod)
 {
 	struct exp_val v;
 	struct tx x;
@@ -795,6 +882,12 @@ judge(const struct exp_val *v, int64_t now)
 }
 
 rs_code
+rs_exp_deletion_observed(struct rs_exp *e, const char *key, const char *pod)
+{
+	DRAINING(e, deletion_observed_once(e, key, pod));
+}
+
+rs_code
 rs_exp_satisfied(struct rs_exp *e, const char *key, int *ok,
     enum rs_exp_why *why)
 {
@@ -822,8 +915,8 @@ rs_exp_satisfied(struct rs_exp *e, const char *key, int *ok,
 	return rc;
 }
 
-rs_code
-rs_exp_delete(struct rs_exp *e, const char *key)
+static rs_code
+delete_once(struct rs_exp *e, const char *key)
 {
 	struct tx x;
 	MDB_val k;
@@ -838,6 +931,12 @@ rs_exp_delete(struct rs_exp *e, const char *key)
 	if (rc == RS_OK || rc == RS_ENOTFOUND)
 		rc = rc2 == RS_ENOTFOUND ? RS_OK : rc2;
 	return tx_end(&x, rc);
+}
+
+rs_code
+rs_exp_delete(struct rs_exp *e, const char *key)
+{
+	DRAINING(e, delete_once(e, key));
 }
 
 /* ---- written resource versions ---- */
@@ -941,8 +1040,8 @@ rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 	return rc;
 }
 
-rs_code
-rs_exp_clear_written(struct rs_exp *e, const char *key, const char *uid)
+static rs_code
+clear_written_once(struct rs_exp *e, const char *key, const char *uid)
 {
 	struct wr_val v;
 	struct tx x;
@@ -961,6 +1060,12 @@ rs_exp_clear_written(struct rs_exp *e, const char *key, const char *uid)
 		rc = del(&x, e->written, &k, NULL);
 	}
 	return tx_end(&x, rc);
+}
+
+rs_code
+rs_exp_clear_written(struct rs_exp *e, const char *key, const char *uid)
+{
+	DRAINING(e, clear_written_once(e, key, uid));
 }
 
 /* ---- inspection ---- */
@@ -1237,8 +1342,8 @@ drop_all(struct tx *x)
 	return RS_OK;
 }
 
-rs_code
-rs_exp_reset(struct rs_exp *e)
+static rs_code
+reset_once(struct rs_exp *e)
 {
 	struct tx x;
 	rs_code rc;
@@ -1248,6 +1353,12 @@ rs_exp_reset(struct rs_exp *e)
 	if ((rc = tx_end(&x, drop_all(&x))) == RS_OK)
 		e->damaged = 0;
 	return rc;
+}
+
+rs_code
+rs_exp_reset(struct rs_exp *e)
+{
+	DRAINING(e, reset_once(e));
 }
 
 /* ---- consistency check ---- */
