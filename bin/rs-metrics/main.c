@@ -110,6 +110,8 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 
 	o->listen = RSM_LISTEN_DEFAULT;
 	o->stale = RSM_STALE_DEFAULT;
+	o->max_conns = RSM_CONN_MAX_DEFAULT;
+	o->timeout_ms = (int64_t)(RSM_TIMEOUT_DEFAULT * 1000);
 	o->notify_fd = -1;
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
