@@ -92,7 +92,8 @@ log_mhd(void *cls, const char *fmt, va_list ap)
 		rs_info(2, "libmicrohttpd: %s", msg);
 }
 
-/* Shuts our copy of fd for writing (it may be already) and reads it. */
+/* Keeps a copy of fd to read from (the library has shut it for writing,
+ * so the client has seen the end of the answer). */
 static void
 drain_start(struct server *s, int fd)
 {
@@ -103,8 +104,6 @@ drain_start(struct server *s, int fd)
 			continue;
 		s->drains[i].fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		s->drains[i].until = rs_mono_ns() + DRAIN_MS * MS;
-		if (s->drains[i].fd >= 0)
-			shutdown(s->drains[i].fd, SHUT_WR);
 		return;
 	}
 }
