@@ -1,15 +1,21 @@
-/* http.c: a small HTTP/1.1 server for three GET endpoints. One thread and
- * poll(2); at most RSM_CONN_MAX connections; each one's head (request line
- * and headers) read into a fixed buffer of RSM_REQ_MAX bytes, parsed
- * strictly (RFC 9112), answered once, and the connection closed: no
- * keep-alive, no body, nothing that grows with the client. A connection
- * has RSM_CONN_TIMEOUT_MS from accept to its last byte.
+/* http.c: the endpoints on libmicrohttpd. The library reads and parses
+ * the requests, bounds them (connections at once, each one's memory,
+ * inactivity) and writes the answers; this file routes, renders the
+ * bodies, and runs the daemon in its external mode from one poll loop, so
+ * that the handlers run on the main thread like the rest of rs-metrics.
  *
- * After the answer the sending side is shut and what the client still
- * sends is read and dropped for a moment before the close, so that a
- * close with unread data (a TCP reset) cannot destroy the answer in
- * flight. */
+ * Two things the library does not do are done here, on the descriptors
+ * it names. A connection has o->timeout_ms from accept to its last byte,
+ * however slowly its bytes trickle in (an inactivity timeout lets a byte
+ * a second hold a connection for hours): past it, a request whose head
+ * never came whole is answered 408, the connection is shut, and the
+ * library sees the end and closes it. And a connection the library
+ * closes is kept open a moment on a copy of its descriptor, to read and
+ * drop what the client still sends: a close with bytes unread is a
+ * reset, which can destroy the answer in flight (the 431 to a head too
+ * big, whose rest the library never reads). */
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,33 +26,42 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <microhttpd.h>
+
 #include "clock.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "rsm.h"
 
 #define MS 1000000LL
 #define DRAIN_MS 1000
-#define HEADERS_MAX 100
+#define NEVER INT64_MAX
+#define TEXT "text/plain; charset=utf-8"
+#define PROM "text/plain; version=0.0.4; charset=utf-8"
 
-enum cstate { C_READ, C_WRITE, C_DRAIN };
-
+/* A connection and its deadline; mc NULL: a free slot. */
 struct conn {
+	struct MHD_Connection *mc;
 	int fd;
-	enum cstate state;
+	int late;                      /* answered 408, draining */
 	int64_t deadline;
-	size_t inlen;
-	char *out;
-	size_t outlen, outoff;
-	char in[RSM_REQ_MAX + 1];      /* + 1: room for a NUL past the end */
 };
 
-struct req {
-	char method[16];
-	char *target;
-	int minor;                     /* HTTP/1.minor */
+/* A closed connection's socket, drained until the client closes or
+ * until; fd (our copy) -1: a free slot. */
+struct drain {
+	int fd;
+	int64_t until;
 };
 
-static struct conn *conns[RSM_CONN_MAX];
+struct server {
+	const struct rsm_opts *o;
+	struct conn *conns;            /* o->max_conns of each */
+	struct drain *drains;
+	struct pollfd *pf;             /* the library's, then the drains' */
+	struct rs_bucket warnings;     /* the library's messages as warnings */
+};
+
 static volatile sig_atomic_t stopping;
 
 static void
@@ -56,247 +71,246 @@ on_term(int sig)
 	stopping = 1;
 }
 
-/* tchar of RFC 9110: the characters of a token. */
-static int
-tchar(int c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9') || (c && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static const char *
-status_text(int code)
-{
-	switch (code) {
-	case 200: return "OK";
-	case 400: return "Bad Request";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 503: return "Service Unavailable";
-	case 505: return "HTTP Version Not Supported";
-	default: return "Error";
-	}
-}
-
+/* The library's messages in ours ("rs-metrics: warning: ..."). Most are
+ * about what a client did wrong, so that a flood of bad clients would
+ * flood the log: past a burst, they are shown at -v 2 only, with the
+ * malformed requests. */
 static void
-conn_close(size_t i)
+log_mhd(void *cls, const char *fmt, va_list ap)
 {
-	struct conn *c = conns[i];
-
-	close(c->fd);
-	free(c->out);
-	free(c);
-	conns[i] = NULL;
-}
-
-/* Queues the whole answer and turns the connection to writing. */
-static void
-respond(struct conn *c, int code, const char *ctype, const char *body,
-    size_t blen, int head_only, const char *extra)
-{
-	char *h;
-	int hl;
-
-	hl = asprintf(&h, "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: %s\r\n"
-	    "Content-Length: %zu\r\n"
-	    "Cache-Control: no-store\r\n"
-	    "X-Content-Type-Options: nosniff\r\n"
-	    "Connection: close\r\n"
-	    "%s\r\n", code, status_text(code), ctype, blen, extra ? extra : "");
-	c->state = C_WRITE;
-	c->outoff = 0;
-	if (hl < 0) {
-		c->out = NULL;
-		c->outlen = 0;
-		return;
-	}
-	if (!head_only && blen > 0) {
-		char *all = realloc(h, (size_t)hl + blen);
-
-		if (all == NULL) {
-			free(h);
-			c->out = NULL;
-			c->outlen = 0;
-			return;
-		}
-		memcpy(all + hl, body, blen);
-		h = all;
-		hl += (int)blen;
-	}
-	c->out = h;
-	c->outlen = (size_t)hl;
-}
-
-static void
-respond_text(struct conn *c, int code, const char *text, const char *extra)
-{
-	respond(c, code, "text/plain; charset=utf-8", text, strlen(text), 0,
-	    extra);
-}
-
-/* The end of the head: the offset just past its empty line, or 0 when it
- * has not all come yet. Empty lines before the request line are skipped
- * (RFC 9112 2.2), so the search starts after them. */
-static size_t
-head_end(const char *b, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len && (b[i] == '\r' || b[i] == '\n'))
-		i++;
-	for (; i + 1 < len; i++) {
-		if (b[i] != '\n')
-			continue;
-		if (b[i + 1] == '\n')
-			return i + 2;
-		if (b[i + 1] == '\r' && i + 2 < len && b[i + 2] == '\n')
-			return i + 3;
-	}
-	return 0;
-}
-
-/* Cuts the next line at *p (LF or CRLF); NULL at the end. A CR anywhere
- * else is an error (*bad). */
-static char *
-next_line(char **p, char *end, int *bad)
-{
-	char *s = *p, *nl;
-
-	if (s >= end)
-		return NULL;
-	nl = memchr(s, '\n', end - s);
-	if (nl == NULL)
-		nl = end;
-	*p = nl < end ? nl + 1 : end;
-	if (nl > s && nl[-1] == '\r')
-		nl--;
-	*nl = '\0';
-	if (strchr(s, '\r'))
-		*bad = 1;
-	return s;
-}
-
-/* method SP request-target SP HTTP-version */
-static int
-parse_request_line(char *s, struct req *r)
-{
-	char *sp1, *sp2, *p;
-	size_t ml;
-
-	if ((sp1 = strchr(s, ' ')) == NULL ||
-	    (sp2 = strchr(sp1 + 1, ' ')) == NULL || strchr(sp2 + 1, ' '))
-		return 400;
-	ml = (size_t)(sp1 - s);
-	if (ml == 0 || ml >= sizeof r->method)
-		return 400;
-	for (p = s; p < sp1; p++)
-		if (!tchar((unsigned char)*p))
-			return 400;
-	memcpy(r->method, s, ml);
-	r->method[ml] = '\0';
-	*sp2 = '\0';
-	r->target = sp1 + 1;
-	if (*r->target == '\0')
-		return 400;
-	for (p = r->target; *p; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
-			return 400;
-	p = sp2 + 1;
-	if (strlen(p) != 8 || strncmp(p, "HTTP/", 5) != 0 || p[6] != '.' ||
-	    p[5] < '0' || p[5] > '9' || p[7] < '0' || p[7] > '9')
-		return 400;
-	if (p[5] != '1')
-		return 505;
-	r->minor = p[7] - '0';
-	return 0;
-}
-
-/* A Content-Length of zero, the only one a GET or HEAD may carry here. */
-static int
-zero_length(const char *v)
-{
-	size_t n = strspn(v, "0");
-
-	return n > 0 && v[n + strspn(v + n, " \t")] == '\0';
-}
-
-/* field-name ":" OWS field-value OWS; counts Host and refuses a body. */
-static int
-parse_header(char *s, int *hosts)
-{
-	char *colon = strchr(s, ':'), *p;
-
-	if (colon == NULL || colon == s)
-		return 400;
-	for (p = s; p < colon; p++)
-		if (!tchar((unsigned char)*p))
-			return 400;   /* includes obs-fold and "name :" */
-	for (p = colon + 1; *p; p++)
-		if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
-			return 400;
-	*colon = '\0';
-	for (p = colon + 1; *p == ' ' || *p == '\t'; p++)
-		;
-	if (strcasecmp(s, "Host") == 0)
-		(*hosts)++;
-	else if (strcasecmp(s, "Transfer-Encoding") == 0)
-		return 400;
-	else if (strcasecmp(s, "Content-Length") == 0 && !zero_length(p))
-		return 400;       /* GET and HEAD carry no body here */
-	return 0;
-}
-
-static int
-parse_head(char *b, size_t len, struct req *r)
-{
-	char *p = b, *end = b + len, *line;
-	int bad = 0, hosts = 0, n = 0, code;
-
-	if (memchr(b, '\0', len))
-		return 400;
-	while (p < end && (*p == '\r' || *p == '\n'))
-		p++;
-	line = next_line(&p, end, &bad);
-	if (line == NULL || bad)
-		return 400;
-	if ((code = parse_request_line(line, r)) != 0)
-		return code;
-	while ((line = next_line(&p, end, &bad)) != NULL && *line) {
-		if (bad || ++n > HEADERS_MAX)
-			return n > HEADERS_MAX ? 431 : 400;
-		if ((code = parse_header(line, &hosts)) != 0)
-			return code;
-	}
-	if (bad)
-		return 400;
-	/* HTTP/1.1 wants exactly one Host (RFC 9112 3.2) */
-	if (hosts > 1 || (r->minor >= 1 && hosts != 1))
-		return 400;
-	return 0;
-}
-
-/* "verbose" among the query's parameters. */
-static int
-query_verbose(const char *q)
-{
+	struct server *s = cls;
+	char msg[512];
 	size_t n;
 
-	while (q && *q) {
-		n = strcspn(q, "&");
-		if ((n == 7 || (n > 7 && q[7] == '=')) &&
-		    strncmp(q, "verbose", 7) == 0)
-			return 1;
-		q = q[n] ? q + n + 1 : NULL;
-	}
-	return 0;
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	n = strlen(msg);
+	while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		msg[--n] = '\0';
+	if (rs_bucket_try(&s->warnings, rs_mono_ns()))
+		rs_warn("libmicrohttpd: %s", msg);
+	else
+		rs_info(2, "libmicrohttpd: %s", msg);
 }
 
-/* The path of an origin-form or absolute-form target (its query already
- * cut off); NULL if neither. */
+/* Keeps a copy of fd to read from (the library has shut it for writing,
+ * so the client has seen the end of the answer). */
+static void
+drain_start(struct server *s, int fd)
+{
+	size_t i;
+
+	for (i = 0; i < s->o->max_conns; i++) {
+		if (s->drains[i].fd >= 0)
+			continue;
+		s->drains[i].fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		s->drains[i].until = rs_mono_ns() + DRAIN_MS * MS;
+		return;
+	}
+}
+
+/* Reads and drops what came; closed at the end, an error or until. */
+static void
+drain_step(struct drain *dr, short revents, int64_t now)
+{
+	char sink[4096];
+	ssize_t n = 1;
+
+	if (revents != 0)
+		while ((n = recv(dr->fd, sink, sizeof sink, MSG_DONTWAIT)) > 0)
+			;
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    now >= dr->until) {
+		close(dr->fd);
+		dr->fd = -1;
+	}
+}
+
+/* Started: a slot with the deadline. Closed: the slot freed, the socket
+ * drained (the library closes its descriptor on return). */
+static void
+on_connection(void *cls, struct MHD_Connection *mc, void **ctx,
+    enum MHD_ConnectionNotificationCode what)
+{
+	struct server *s = cls;
+	const union MHD_ConnectionInfo *fd;
+	struct conn *c = *ctx;
+	size_t i;
+
+	if (what == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (c != NULL) {
+			drain_start(s, c->fd);
+			c->mc = NULL;
+		}
+		*ctx = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	for (i = 0; fd != NULL && i < s->o->max_conns; i++) {
+		c = &s->conns[i];
+		if (c->mc != NULL)
+			continue;
+		c->mc = mc;
+		c->fd = fd->connect_fd;
+		c->late = 0;
+		c->deadline = rs_mono_ns() + s->o->timeout_ms * MS;
+		*ctx = c;
+		return;
+	}
+}
+
+/* Past its deadline. A head not yet whole (nothing queued) is told 408
+ * and shut for writing, and given a moment to read the answer; then, or
+ * at once when an answer is queued, the connection is shut both ways and
+ * the library closes it. */
+static void
+expire(struct conn *c, int64_t now)
+{
+	static const char answer408[] =
+	    "HTTP/1.1 408 Request Timeout\r\n"
+	    "Connection: close\r\n"
+	    "Content-Type: " TEXT "\r\n"
+	    "Cache-Control: no-store\r\n"
+	    "X-Content-Type-Options: nosniff\r\n"
+	    "Content-Length: 16\r\n"
+	    "\r\n"
+	    "request timeout\n";
+
+	c->deadline = NEVER;
+	if (c->late || MHD_get_connection_info(c->mc,
+	    MHD_CONNECTION_INFO_HTTP_STATUS) != NULL) {
+		shutdown(c->fd, SHUT_RDWR);
+		return;
+	}
+	rs_info(2, "answering 408 to a request not whole in time");
+	if (send(c->fd, answer408, sizeof answer408 - 1,
+	    MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		rs_info(2, "unable to answer 408: %s", strerror(errno));
+	shutdown(c->fd, SHUT_WR);
+	c->late = 1;
+	c->deadline = now + DRAIN_MS * MS;
+}
+
+/* After the wait: the drains read, the connections past due expired. */
+static void
+step(struct server *s, int64_t now)
+{
+	size_t i;
+
+	for (i = 0; i < s->o->max_conns; i++) {
+		if (s->drains[i].fd >= 0)
+			drain_step(&s->drains[i], s->pf[i + 1].revents, now);
+		if (s->conns[i].mc != NULL && now >= s->conns[i].deadline)
+			expire(&s->conns[i], now);
+	}
+}
+
+/* The poll set and its timeout in ms: the library's next timeout, the
+ * first deadline or the end of a drain, whichever comes first; -1 for
+ * none. */
+static int
+poll_prepare(struct server *s, struct MHD_Daemon *d, int64_t now)
+{
+	MHD_UNSIGNED_LONG_LONG lib;
+	int64_t first = NEVER, ms = -1;
+	size_t i;
+
+	for (i = 0; i < s->o->max_conns; i++) {
+		s->pf[i + 1].fd = s->drains[i].fd;
+		s->pf[i + 1].events = POLLIN;
+		s->pf[i + 1].revents = 0;
+		if (s->drains[i].fd >= 0 && s->drains[i].until < first)
+			first = s->drains[i].until;
+		if (s->conns[i].mc != NULL && s->conns[i].deadline < first)
+			first = s->conns[i].deadline;
+	}
+	s->pf[0].revents = 0;
+	if (first != NEVER)
+		ms = first <= now ? 0 : (first - now + MS - 1) / MS;
+	if (MHD_get_timeout(d, &lib) == MHD_YES &&
+	    (ms < 0 || (MHD_UNSIGNED_LONG_LONG)ms > lib))
+		ms = (int64_t)lib;
+	return ms > 1 << 30 ? 1 << 30 : (int)ms;
+}
+
+struct count {
+	const char *key;
+	int n;
+};
+
+static enum MHD_Result
+count_key(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	struct count *k = cls;
+
+	(void)kind;
+	(void)value;
+	if (strcasecmp(key, k->key) == 0)
+		k->n++;
+	return MHD_YES;
+}
+
+/* How many times key comes among the values of that kind. */
+static int
+count_values(struct MHD_Connection *mc, enum MHD_ValueKind kind,
+    const char *key)
+{
+	struct count k = { key, 0 };
+
+	MHD_get_connection_values(mc, kind, count_key, &k);
+	return k.n;
+}
+
+/* Queues body (freed by the library when owned) with our headers. */
+static enum MHD_Result
+respond(struct MHD_Connection *mc, unsigned code, const char *ctype,
+    char *body, size_t len, int owned, const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ok;
+
+	r = MHD_create_response_from_buffer(len, body, owned ?
+	    MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r == NULL) {
+		if (owned)
+			free(body);
+		return MHD_NO;
+	}
+	/* one answer a connection: nothing held between requests */
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (allow != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ok = MHD_queue_response(mc, code, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+static enum MHD_Result
+respond_text(struct MHD_Connection *mc, unsigned code, const char *text,
+    const char *allow)
+{
+	return respond(mc, code, TEXT, (char *)text, strlen(text), 0, allow);
+}
+
+/* What the library lets through and we do not: a second Host, a body
+ * (GET and HEAD carry none here: a Content-Length but 0, any
+ * Transfer-Encoding). */
+static int
+refused(struct MHD_Connection *mc)
+{
+	const char *len = MHD_lookup_connection_value(mc, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return count_values(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST) > 1 ||
+	    count_values(mc, MHD_HEADER_KIND,
+	    MHD_HTTP_HEADER_TRANSFER_ENCODING) > 0 ||
+	    (len != NULL && (len[0] == '\0' || len[strspn(len, "0")] != '\0'));
+}
+
+/* The path of an origin-form or absolute-form target; NULL if neither. */
 static const char *
 target_path(const char *t)
 {
@@ -312,174 +326,75 @@ target_path(const char *t)
 	return p ? p : "/";
 }
 
-static void
-serve_endpoint(struct conn *c, const struct req *r, const char *path,
-    const char *query, const struct rsm_opts *o)
+/* 0 /metrics, 1 /healthz and /livez, 2 /readyz, -1 none of them. */
+static int
+endpoint(const char *path)
 {
-	int head_only = strcmp(r->method, "HEAD") == 0;
-	int which, ok = 1, code;
+	if (strcmp(path, "/metrics") == 0)
+		return 0;
+	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0)
+		return 1;
+	if (strcmp(path, "/readyz") == 0)
+		return 2;
+	return -1;
+}
+
+static enum MHD_Result
+serve_endpoint(struct MHD_Connection *mc, int which, const struct rsm_opts *o)
+{
 	char *body = NULL;
 	size_t len = 0;
+	int ok = 1;
 	FILE *f;
 
-	if (strcmp(path, "/metrics") == 0)
-		which = 0;
-	else if (strcmp(path, "/healthz") == 0 || strcmp(path, "/livez") == 0)
-		which = 1;
-	else if (strcmp(path, "/readyz") == 0)
-		which = 2;
-	else {
-		respond_text(c, 404, "404 page not found\n", NULL);
-		return;
-	}
-	if (strcmp(r->method, "GET") != 0 && !head_only) {
-		respond_text(c, 405, "405 method not allowed\n",
-		    "Allow: GET, HEAD\r\n");
-		return;
-	}
-	if ((f = open_memstream(&body, &len)) == NULL) {
-		respond_text(c, 500, "out of memory\n", NULL);
-		return;
-	}
+	if ((f = open_memstream(&body, &len)) == NULL)
+		return respond_text(mc, 500, "out of memory\n", NULL);
 	if (which == 0)
 		rsm_scrape(f, o);
 	else
-		ok = rsm_health(f, o, which == 2, query_verbose(query));
+		ok = rsm_health(f, o, which == 2, count_values(mc,
+		    MHD_GET_ARGUMENT_KIND, "verbose") > 0);
 	if (fclose(f) != 0) {
 		free(body);
-		respond_text(c, 500, "out of memory\n", NULL);
-		return;
+		return respond_text(mc, 500, "out of memory\n", NULL);
 	}
-	code = ok ? 200 : which == 2 ? 503 : 500;
-	respond(c, code, which == 0 ? "text/plain; version=0.0.4; charset=utf-8"
-	    : "text/plain; charset=utf-8", body, len, head_only, NULL);
-	free(body);
+	return respond(mc, ok ? 200 : which == 2 ? 503 : 500,
+	    which == 0 ? PROM : TEXT, body, len, 1, NULL);
 }
 
-static void
-handle(struct conn *c, size_t end, const struct rsm_opts *o)
+/* The library's access handler: called once the head is whole, and
+ * answered at once (no body is read). */
+static enum MHD_Result
+answer(void *cls, struct MHD_Connection *mc, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upload_len, void **req)
 {
-	struct req r;
+	const struct server *s = cls;
 	const char *path;
-	char *query;
-	int code;
+	int which;
 
-	memset(&r, 0, sizeof r);
-	code = parse_head(c->in, end, &r);
-	if (code != 0) {
-		rs_info(2, "answering %d to a malformed request", code);
-		respond_text(c, code, code == 431 ?
-		    "request header fields too large\n" : code == 505 ?
-		    "HTTP version not supported\n" : "bad request\n", NULL);
-		return;
-	}
-	if ((query = strchr(r.target, '?')) != NULL)
-		*query++ = '\0';
+	(void)version;
+	(void)upload;
+	(void)upload_len;
+	(void)req;
 	/* a fragment is never sent (RFC 9110 4.2.5) */
-	if (strchr(r.target, '#') || (path = target_path(r.target)) == NULL) {
-		respond_text(c, 400, "bad request\n", NULL);
-		return;
-	}
-	rs_info(3, "%s %s", r.method, path);
-	serve_endpoint(c, &r, path, query, o);
-}
-
-static void
-start_drain(struct conn *c)
-{
-	int64_t until = rs_mono_ns() + DRAIN_MS * MS;
-
-	shutdown(c->fd, SHUT_WR);
-	c->state = C_DRAIN;
-	if (until < c->deadline)
-		c->deadline = until;
-}
-
-/* Returns 0 when the connection is to be closed. */
-static int
-on_readable(struct conn *c, const struct rsm_opts *o)
-{
-	char sink[4096];
-	ssize_t n;
-	size_t end;
-
-	if (c->state == C_DRAIN) {
-		n = read(c->fd, sink, sizeof sink);
-		return n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR));
-	}
-	n = read(c->fd, c->in + c->inlen, RSM_REQ_MAX - c->inlen);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
-	if (n == 0)
-		return 0;           /* gone before its head was whole */
-	c->inlen += (size_t)n;
-	if ((end = head_end(c->in, c->inlen)) != 0)
-		handle(c, end, o);
-	else if (c->inlen == RSM_REQ_MAX)
-		respond_text(c, 431, "request header fields too large\n",
+	if (refused(mc) || strchr(url, '#') != NULL ||
+	    (path = target_path(url)) == NULL) {
+		rs_info(2, "answering 400 to a malformed request");
+		return respond_text(mc, MHD_HTTP_BAD_REQUEST, "bad request\n",
 		    NULL);
-	return 1;
-}
-
-static int
-on_writable(struct conn *c)
-{
-	ssize_t n;
-
-	if (c->out == NULL)
-		return 0;           /* out of memory: nothing to say */
-	n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
-	    MSG_NOSIGNAL);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
-	c->outoff += (size_t)n;
-	if (c->outoff == c->outlen)
-		start_drain(c);
-	return 1;
-}
-
-static void
-on_timeout(size_t i)
-{
-	struct conn *c = conns[i];
-
-	if (c->state == C_READ && c->inlen > 0) {
-		/* one last chance to say why, then gone */
-		respond_text(c, 408, "request timeout\n", NULL);
-		c->deadline = rs_mono_ns() + DRAIN_MS * MS;
-		return;
 	}
-	conn_close(i);
+	rs_info(3, "%s %s", method, path);
+	if ((which = endpoint(path)) < 0)
+		return respond_text(mc, 404, "404 page not found\n", NULL);
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return respond_text(mc, 405, "405 method not allowed\n",
+		    "GET, HEAD");
+	return serve_endpoint(mc, which, s->o);
 }
 
-static void
-accept_all(int lfd)
-{
-	struct conn *c;
-	size_t i;
-	int fd;
-
-	for (i = 0; i < RSM_CONN_MAX; i++) {
-		if (conns[i] != NULL)
-			continue;
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR &&
-			    errno != ECONNABORTED)
-				rs_warn("unable to accept: %s", strerror(errno));
-			return;
-		}
-		if ((c = calloc(1, sizeof *c)) == NULL) {
-			close(fd);
-			return;
-		}
-		c->fd = fd;
-		c->state = C_READ;
-		c->deadline = rs_mono_ns() + RSM_CONN_TIMEOUT_MS * MS;
-		conns[i] = c;
-	}
-}
-
+/* Our socket, for ADDR:PORT, [ADDR]:PORT or :PORT, logged; the library
+ * takes it as is. */
 static int
 listen_on(const char *spec)
 {
@@ -531,100 +446,121 @@ listen_on(const char *spec)
 	return fd;
 }
 
+/* TERM and INT stop the loop; they are blocked but while it waits, so
+ * that one cannot slip in between the check and the wait. */
 static void
-setup_signals(void)
+setup_signals(sigset_t *waiting)
 {
 	struct sigaction sa;
+	sigset_t term;
 
 	signal(SIGPIPE, SIG_IGN);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_term;
 	sigemptyset(&sa.sa_mask);
-	/* no SA_RESTART: poll returns EINTR and the loop sees stopping */
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	sigprocmask(SIG_BLOCK, &term, waiting);
+	sigdelset(waiting, SIGTERM);
+	sigdelset(waiting, SIGINT);
 }
 
-static int
-poll_timeout(int64_t now)
+static struct MHD_Daemon *
+start(struct server *s, int lfd)
 {
-	int64_t first = -1;
-	size_t i;
+	struct MHD_Daemon *d;
 
-	for (i = 0; i < RSM_CONN_MAX; i++)
-		if (conns[i] && (first < 0 || conns[i]->deadline < first))
-			first = conns[i]->deadline;
-	if (first < 0)
-		return -1;
-	return first <= now ? 0 : (int)((first - now + MS - 1) / MS);
+	d = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG |
+	    MHD_USE_SUPPRESS_DATE_NO_CLOCK, 0, NULL, NULL, answer, s,
+	    MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s,
+	    MHD_OPTION_LISTEN_SOCKET, lfd,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)s->o->max_conns,
+	    /* inactivity: the deadline comes first, this is the backstop */
+	    MHD_OPTION_CONNECTION_TIMEOUT,
+	    (unsigned)(s->o->timeout_ms / 1000 + 2),
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)RSM_CONN_MEMORY,
+	    MHD_OPTION_STRICT_FOR_CLIENT, 1,
+	    MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+	    MHD_OPTION_END);
+	if (d == NULL)
+		rs_fatal(111, "unable to start the HTTP server on %s",
+		    s->o->listen);
+	return d;
 }
 
 static void
-step(struct pollfd *pf, const struct rsm_opts *o)
+notify_ready(int fd)
 {
-	int64_t now = rs_mono_ns();
-	struct conn *c;
-	size_t i;
-	int keep;
+	if (fd < 0)
+		return;
+	if (write(fd, "\n", 1) < 0)
+		rs_warn("unable to notify readiness on fd %d: %s", fd,
+		    strerror(errno));
+	close(fd);
+}
 
-	for (i = 0; i < RSM_CONN_MAX; i++) {
-		if ((c = conns[i]) == NULL)
-			continue;
-		keep = 1;
-		if (pf[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) {
-			if (c->state == C_WRITE)
-				keep = on_writable(c);
-			else
-				keep = on_readable(c, o);
-		} else if (pf[i + 1].revents & POLLOUT) {
-			keep = on_writable(c);
-		}
-		if (!keep)
-			conn_close(i);
-		else if (now >= c->deadline)
-			on_timeout(i);
-	}
+static void
+server_init(struct server *s, const struct rsm_opts *o)
+{
+	size_t i;
+
+	s->o = o;
+	s->conns = calloc(o->max_conns, sizeof *s->conns);
+	s->drains = calloc(o->max_conns, sizeof *s->drains);
+	s->pf = calloc(o->max_conns + 1, sizeof *s->pf);
+	if (s->conns == NULL || s->drains == NULL || s->pf == NULL)
+		rs_fatal(111, "unable to allocate: %s", strerror(errno));
+	for (i = 0; i < o->max_conns; i++)
+		s->drains[i].fd = -1;
+	rs_bucket_init(&s->warnings, 1, 10);
+}
+
+static void
+server_free(struct server *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->o->max_conns; i++)
+		if (s->drains[i].fd >= 0)
+			close(s->drains[i].fd);
+	free(s->conns);
+	free(s->drains);
+	free(s->pf);
 }
 
 int
 rsm_serve(const struct rsm_opts *o)
 {
-	struct pollfd pf[1 + RSM_CONN_MAX];
-	size_t i, n;
-	int lfd = listen_on(o->listen);
+	struct server s;
+	struct MHD_Daemon *d;
+	struct timespec ts;
+	sigset_t waiting;
+	int ms, lfd = listen_on(o->listen);
 
-	setup_signals();
-	if (o->notify_fd >= 0) {
-		if (write(o->notify_fd, "\n", 1) < 0)
-			rs_warn("unable to notify readiness on fd %d: %s",
-			    o->notify_fd, strerror(errno));
-		close(o->notify_fd);
-	}
+	server_init(&s, o);
+	setup_signals(&waiting);
+	d = start(&s, lfd);
+	s.pf[0].fd = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD)->epoll_fd;
+	s.pf[0].events = POLLIN;
+	notify_ready(o->notify_fd);
 	while (!stopping) {
-		for (i = 0, n = 0; i < RSM_CONN_MAX; i++) {
-			pf[i + 1].fd = conns[i] ? conns[i]->fd : -1;
-			pf[i + 1].events = conns[i] && conns[i]->state ==
-			    C_WRITE ? POLLOUT : POLLIN;
-			pf[i + 1].revents = 0;
-			n += conns[i] != NULL;
-		}
-		/* full: new clients wait in the backlog */
-		pf[0].fd = n < RSM_CONN_MAX ? lfd : -1;
-		pf[0].events = POLLIN;
-		pf[0].revents = 0;
-		if (poll(pf, 1 + RSM_CONN_MAX, poll_timeout(rs_mono_ns())) < 0) {
-			if (errno == EINTR)
-				continue;
+		ms = poll_prepare(&s, d, rs_mono_ns());
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = (ms % 1000) * MS;
+		if (ppoll(s.pf, o->max_conns + 1, ms < 0 ? NULL : &ts,
+		    &waiting) < 0 && errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
-		}
-		step(pf, o);
-		if (pf[0].revents & POLLIN)
-			accept_all(lfd);
+		if (stopping)
+			break;
+		step(&s, rs_mono_ns());
+		MHD_run(d);
 	}
-	for (i = 0; i < RSM_CONN_MAX; i++)
-		if (conns[i])
-			conn_close(i);
-	close(lfd);
+	MHD_stop_daemon(d);            /* closes lfd, too */
+	server_free(&s);
 	rs_info(1, "terminating");
 	return 0;
 }

@@ -18,7 +18,8 @@
 
 #define USAGE "usage: rs-metrics [--listen ADDR:PORT] [--queue PATH] " \
     "[--state-dir DIR]\n" \
-    "                  [--stages LIST] [--stale SECONDS] [--notify-fd N]\n" \
+    "                  [--stages LIST] [--stale SECONDS] [--max-connections N]\n" \
+    "                  [--timeout SECONDS] [--notify-fd N]\n" \
     "                  [-v N] [--log-format text|json]\n"
 
 static const char help_text[] =
@@ -40,6 +41,10 @@ USAGE
 "                          separated (default " RSM_STAGES_DEFAULT "; \"\": none)\n"
 "      --stale SECONDS     a stats file older than this fails /healthz\n"
 "                          (default 10)\n"
+"      --max-connections N HTTP connections at once (default 64; more wait\n"
+"                          in the listen backlog)\n"
+"      --timeout SECONDS   a connection's time from accept to its last byte\n"
+"                          (default 10; 408 when its request is not whole)\n"
 "      --notify-fd N       write a newline to fd N once listening (s6)\n"
 "  -v, --v N               log verbosity: 1 left-out figures, 2 refused\n"
 "                          requests and missing queue, 3 every request\n"
@@ -48,7 +53,8 @@ USAGE
 "\n"
 "Exit: 0 on TERM or INT, 100 usage, 111 unable to listen.\n";
 
-enum { O_LISTEN = 256, O_QUEUE, O_STATE, O_STAGES, O_STALE, O_NOTIFY };
+enum { O_LISTEN = 256, O_QUEUE, O_STATE, O_STAGES, O_STALE, O_MAXCONN,
+    O_TIMEOUT, O_NOTIFY };
 
 static const struct option own_opts[] = {
 	{ "listen", required_argument, NULL, O_LISTEN },
@@ -56,6 +62,8 @@ static const struct option own_opts[] = {
 	{ "state-dir", required_argument, NULL, O_STATE },
 	{ "stages", required_argument, NULL, O_STAGES },
 	{ "stale", required_argument, NULL, O_STALE },
+	{ "max-connections", required_argument, NULL, O_MAXCONN },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "notify-fd", required_argument, NULL, O_NOTIFY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -110,6 +118,8 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 
 	o->listen = RSM_LISTEN_DEFAULT;
 	o->stale = RSM_STALE_DEFAULT;
+	o->max_conns = RSM_CONN_MAX_DEFAULT;
+	o->timeout_ms = (int64_t)(RSM_TIMEOUT_DEFAULT * 1000);
 	o->notify_fd = -1;
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -124,6 +134,14 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 		case O_STAGES: stages = optarg; break;
 		case O_STALE:
 			o->stale = rs_flag_double(optarg, 0.5, 86400, "--stale");
+			break;
+		case O_MAXCONN:
+			o->max_conns = (size_t)rs_flag_long(optarg, 1, 4096,
+			    "--max-connections");
+			break;
+		case O_TIMEOUT:
+			o->timeout_ms = (int64_t)(rs_flag_double(optarg, 1, 3600,
+			    "--timeout") * 1000);
 			break;
 		case O_NOTIFY:
 			o->notify_fd = (int)rs_flag_double(optarg, 0, 1 << 20,

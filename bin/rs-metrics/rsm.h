@@ -1,10 +1,12 @@
-/* rsm.h: rs-metrics' parts. main.c parses flags; http.c serves; queue.c
- * asks rs-queue for STATS; stages.c reads the stages' stats files;
- * scrape.c renders /metrics; health.c answers /healthz and /readyz. */
+/* rsm.h: rs-metrics' parts. main.c parses flags; http.c serves (on
+ * libmicrohttpd); queue.c asks rs-queue for STATS; stages.c reads the
+ * stages' stats files; scrape.c renders /metrics; health.c answers
+ * /healthz and /readyz. */
 #ifndef RSM_H
 #define RSM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <cJSON.h>
 
@@ -12,9 +14,9 @@
 #define RSM_STAGES_DEFAULT "rs-watch,rs-sync,rs-apply"
 #define RSM_STALE_DEFAULT 10.0          /* seconds */
 #define RSM_QUEUE_TIMEOUT_MS 2000       /* rs-queue's STATS answer */
-#define RSM_REQ_MAX 8192                /* request line and headers */
-#define RSM_CONN_MAX 64
-#define RSM_CONN_TIMEOUT_MS 10000       /* from accept to the last byte */
+#define RSM_CONN_MAX_DEFAULT 64         /* connections at once */
+#define RSM_TIMEOUT_DEFAULT 10.0        /* seconds from accept to last byte */
+#define RSM_CONN_MEMORY 8704            /* each connection's: head, our answer's */
 
 struct rsm_opts {
 	const char *listen;
@@ -24,6 +26,8 @@ struct rsm_opts {
 	size_t nstages;
 	char *stage_list;              /* pointing into this copy */
 	double stale;
+	size_t max_conns;              /* connections at once */
+	int64_t timeout_ms;            /* from accept to the last byte */
 	int notify_fd;                 /* -1: none */
 };
 

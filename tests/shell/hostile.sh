@@ -2,8 +2,10 @@
 # Hostile input to every reader: malformed, truncated, oversized (1 GiB,
 # streamed, never stored), deeply nested and invalid UTF-8 lines into
 # rs-sync and rs-apply; garbage, a 10 MB line, half-closed, flooding and
-# idle connections to rs-queue; a corrupted expectations file; a
-# ReplicaSet with an invalid selector; objects with thousands of labels.
+# idle connections to rs-queue; slowloris clients, oversized heads,
+# garbage and more connections than allowed to rs-metrics; a corrupted
+# expectations file; a ReplicaSet with an invalid selector; objects with
+# thousands of labels.
 # Each must give a clear message on stderr, never crash (no signal, no
 # sanitizer report), and go on: every test feeds a good input after the bad
 # one and checks that it is still handled right. No cluster needed.
@@ -476,6 +478,156 @@ test_queue_flooding_client_never_reads() {
   assertTrue "serves after the flood" serves
   qstop
   not_crashed "rs-queue after a flood"
+}
+
+# --- rs-metrics --------------------------------------------------------------
+
+# mstart [FLAGS...]: rs-metrics on a free port, no stage required and no
+# rs-queue (/metrics answers 200 all the same); sets MPORT.
+mstart() {
+  : >"$TMP/m.log"
+  rs-metrics --listen 127.0.0.1:0 --stages "" --queue "$RS_STATE_DIR/none.sock" \
+    -v 2 "$@" 2>"$TMP/m.log" &
+  MPID=$!
+  wait_for 10 grep -q 'listening on' "$TMP/m.log" || return 1
+  MPORT=$(sed -n 's|.*listening on http://[0-9.]*:\([0-9]*\)/$|\1|p' "$TMP/m.log" | tail -1)
+  [ -n "$MPORT" ]
+}
+
+# mstop: TERM; its exit status in $TMP/rc, its stderr in $TMP/err.
+mstop() {
+  kill "$MPID" 2>/dev/null
+  wait_for 10 sh -c "! kill -0 $MPID" || kill -KILL "$MPID" 2>/dev/null
+  wait "$MPID" 2>/dev/null
+  echo $? >"$TMP/rc"
+  cp "$TMP/m.log" "$TMP/err"
+}
+
+# mserves [SECONDS]: a scrape answered 200 (within SECONDS, default 10).
+mserves() {
+  [ "$(curl -s -o /dev/null -m "${1:-10}" -w '%{http_code}' "http://127.0.0.1:$MPORT/metrics")" = 200 ]
+}
+
+# mraw [SECONDS]: sends stdin as it is on one connection, prints the first
+# line of the answer ("" when closed without one), "timeout" if neither
+# came within SECONDS (default 30).
+mraw() {
+  perl -MIO::Socket::INET -e '
+    $SIG{PIPE} = "IGNORE"; $SIG{ALRM} = sub { print "timeout\n"; exit 0 }; alarm $ARGV[1];
+    my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]") or die "connect: $!";
+    my $req = do { local $/; <STDIN> };
+    for (my $o = 0; $o < length $req; ) { my $n = syswrite($s, $req, 65536, $o); last unless defined $n; $o += $n }
+    my $l = <$s> // ""; $l =~ s/\r?\n$//; print "$l\n";' "$MPORT" "${1:-30}"
+}
+
+# A request may take --timeout from accept to its last byte, however its
+# bytes trickle: clients sending their head a byte a second hold every
+# connection slot; each is answered 408 and closed while still sending,
+# and the scrape waiting behind them is served. An inactivity timeout
+# alone would let them hold the slots for the whole 60 s.
+test_metrics_slowloris() {
+  mstart --max-connections 4 --timeout 3 || fail "rs-metrics did not start"
+  perl -MIO::Socket::INET -MIO::Select -e '
+    $SIG{PIPE} = "IGNORE";
+    my ($port, $n, $secs) = @ARGV; my (@s, %got, %end); my $sel = IO::Select->new;
+    for (1 .. $n) {
+      my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") or die "connect: $!";
+      syswrite($s, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "); push @s, $s; $sel->add($s);
+    }
+    my $t = time;
+    while ($sel->count && time - $t < $secs) {
+      for my $s ($sel->can_read(1)) {
+        my $r = sysread($s, my $b, 4096); $got{$s} .= $b if $r;
+        if (!$r) { $end{$s} = 1; $sel->remove($s) }
+      }
+      syswrite($_, "x") for $sel->handles;   # a byte a second to those still open
+    }
+    for my $s (@s) { my ($l) = split /\r?\n/, $got{$s} // ""; print $end{$s} ? "closed" : "open", " ", $l // "", "\n" }
+  ' "$MPORT" 4 60 >"$TMP/slow" &
+  slow=$!
+  sleep 1
+  assertTrue "a scrape behind 4 slow clients is served" "mserves 50"
+  wait $slow
+  assertEquals "every slow client closed while sending: $(cat "$TMP/slow")" 4 \
+    "$(grep -c '^closed HTTP/1.1 408 Request Timeout$' "$TMP/slow")"
+  assertTrue "serves after" mserves
+  mstop
+  not_crashed "rs-metrics after slow clients"
+  assertEquals "exit on TERM" 0 "$(cat "$TMP/rc")"
+}
+
+# Heads beyond a connection's memory (about 8 KiB) are answered 431 (414
+# for a request line) and the rest of them is never stored: 16 KiB, 1 MB,
+# 10,000 small headers. The library's default (32 KiB) would take 16 KiB.
+test_metrics_oversized_heads() {
+  mstart || fail "rs-metrics did not start"
+  a16k=$(head -c 16384 /dev/zero | tr '\0' a)
+  assertEquals "16 KiB header" "HTTP/1.1 431 Request Header Fields Too Large" \
+    "$(printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n' "$a16k" | mraw)"
+  big=$( { printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: '; head -c $((1 << 20)) /dev/zero | tr '\0' a
+           printf '\r\n\r\n'; } | mraw)
+  assertTrue "1 MB header: 431 or closed, not '$big'" \
+    "[ '$big' = 'HTTP/1.1 431 Request Header Fields Too Large' ] || [ -z '$big' ]"
+  assertTrue "serves after a 1 MB header" mserves
+  uri=$( { printf 'GET /'; head -c $((1 << 20)) /dev/zero | tr '\0' a; printf ' HTTP/1.1\r\nHost: x\r\n\r\n'; } | mraw)
+  assertTrue "1 MB target: 414 or closed, not '$uri'" \
+    "[ '$uri' = 'HTTP/1.1 414 URI Too Long' ] || [ -z '$uri' ]"
+  assertEquals "10,000 headers" "HTTP/1.1 431 Request Header Fields Too Large" \
+    "$( { printf 'GET /metrics HTTP/1.1\r\nHost: x\r\n'; yes 'X: y' | head -10000 | sed 's/$/\r/'
+          printf '\r\n'; } | mraw)"
+  assertTrue "serves after" mserves
+  mstop
+  not_crashed "rs-metrics after oversized heads"
+  assertEquals "exit on TERM" 0 "$(cat "$TMP/rc")"
+}
+
+# What is not HTTP is answered 4xx or closed, within the bounds (memory
+# for what never ends a line, the deadline for what never ends a head).
+test_metrics_garbage() {
+  mstart --timeout 3 || fail "rs-metrics did not start"
+  for g in 'random:head -c 65536 /dev/urandom' 'random-no-newline:head -c 65536 /dev/urandom | tr -d "\n"' \
+      'binary-line:printf "\0\1\2\377\r\n\r\n"' 'one-word:printf "HELLO\r\n\r\n"' \
+      'no-target:printf "GET\r\n\r\n"' 'http-0.9:printf "GET /metrics\r\n\r\n"' \
+      'tls-hello:printf "\26\3\1\0\245\1\0\0\241\3\3"; head -c 160 /dev/urandom'; do
+    got=$(sh -c "${g#*:}" | mraw 30)
+    case $got in
+      ''|'HTTP/1.1 4'[0-9][0-9]' '*) ;;
+      *) fail "${g%%:*}: answered '$got'" ;;
+    esac
+  done
+  assertTrue "serves after garbage" mserves
+  mstop
+  not_crashed "rs-metrics after garbage"
+  assertEquals "exit on TERM" 0 "$(cat "$TMP/rc")"
+}
+
+# --max-connections at once: the one over waits in the listen backlog (no
+# answer while the others hold their slots) and is served once they go;
+# TERM ends rs-metrics with connections open.
+test_metrics_connection_limit() {
+  mstart --max-connections 4 --timeout 60 || fail "rs-metrics did not start"
+  perl -MIO::Socket::INET -e '
+    my @c = map { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]") or die "connect: $!" } 1 .. 4;
+    syswrite($_, "GET /metrics HTTP/1.1\r\n") for @c; sleep 60;' "$MPORT" &
+  held=$!
+  sleep 1
+  assertFalse "no answer over the limit" "mserves 3"
+  curl -s -o "$TMP/late" -m 50 -w '%{http_code}' "http://127.0.0.1:$MPORT/metrics" >"$TMP/late.code" &
+  late=$!
+  sleep 1
+  kill $held; wait $held 2>/dev/null
+  wait $late
+  assertEquals "the one that waited is served once the others go" 200 "$(cat "$TMP/late.code")"
+  assertTrue "serves" mserves
+  perl -MIO::Socket::INET -e '
+    my @c = map { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$ARGV[0]") or die "connect: $!" } 1 .. 6;
+    sleep 60;' "$MPORT" &
+  held=$!
+  sleep 1
+  mstop
+  kill $held; wait $held 2>/dev/null
+  not_crashed "rs-metrics with connections held"
+  assertEquals "exit on TERM with connections held" 0 "$(cat "$TMP/rc")"
 }
 
 . "$SHUNIT2"
