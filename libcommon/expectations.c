@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ struct rs_exp {
 	int damaged;            /* found damaged: refused until a reset */
 	char damage[200];       /* why */
 	int draining;           /* a map-full is retried on a grown map */
+	_Atomic(MDB_txn *) idle_reader;   /* a read transaction kept reset */
 	size_t pre_size;        /* the file's size before LMDB opened it */
 };
 
@@ -66,6 +68,7 @@ struct rs_exp {
 struct tx {
 	struct rs_exp *e;
 	MDB_txn *t;
+	int reader;
 	uint64_t writes;
 	int changed;
 	char note[256];
@@ -268,6 +271,48 @@ room(struct rs_exp *e, uint64_t extra)
 	return RS_OK;
 }
 
+/* A read transaction: the one kept reset when it is free (renewing it
+ * takes no reader slot, which costs a lock of the reader table), else a
+ * new one. rs-sync reads twice a sync. */
+static rs_code
+reader_begin(struct rs_exp *e, struct tx *x)
+{
+	MDB_txn *t = atomic_exchange(&e->idle_reader, NULL);
+	int err;
+
+	x->reader = 1;
+	if (t != NULL && mdb_txn_renew(t) == 0) {
+		x->t = t;
+		return RS_OK;
+	}
+	if (t != NULL)
+		mdb_txn_abort(t);
+	err = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &x->t);
+	if (err == MDB_MAP_RESIZED) {
+		if ((err = mdb_env_set_mapsize(e->env, 0)) == 0)
+			err = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &x->t);
+	}
+	if (err != 0) {
+		x->t = NULL;
+		return mdb_code(e, NULL, err);
+	}
+	return RS_OK;
+}
+
+/* Ends a read transaction, keeping it for the next if none is kept. */
+static void
+reader_end(struct tx *x)
+{
+	MDB_txn *none = NULL;
+
+	mdb_txn_reset(x->t);
+	if (!atomic_compare_exchange_strong(&x->e->idle_reader, &none, x->t))
+		mdb_txn_abort(x->t);
+	x->t = NULL;
+	if (x->note[0] != '\0')
+		rs_error("%s", x->note);
+}
+
 /* A transaction; a write one may add up to extra bytes. */
 static rs_code
 tx_begin_sized(struct rs_exp *e, struct tx *x, unsigned flags,
@@ -284,7 +329,9 @@ tx_begin_sized(struct rs_exp *e, struct tx *x, unsigned flags,
 		return RS_EPARSE;
 	}
 	flags &= ~TX_REPAIR;
-	if (!(flags & MDB_RDONLY) && (rc = room(e, extra)) != RS_OK)
+	if (flags & MDB_RDONLY)
+		return reader_begin(e, x);
+	if ((rc = room(e, extra)) != RS_OK)
 		return rc;
 	err = mdb_txn_begin(e->env, NULL, flags, &x->t);
 	if (err == MDB_MAP_RESIZED) {
@@ -312,6 +359,10 @@ tx_end(struct tx *x, rs_code rc)
 {
 	int err;
 
+	if (x->reader) {
+		reader_end(x);
+		return rc == RS_ENOTFOUND ? RS_OK : rc;
+	}
 	if (rc == RS_OK && x->changed) {
 		err = mdb_txn_commit(x->t);
 		x->t = NULL;
@@ -701,8 +752,12 @@ out:
 void
 rs_exp_close(struct rs_exp *e)
 {
+	MDB_txn *t;
+
 	if (e == NULL)
 		return;
+	if ((t = atomic_exchange(&e->idle_reader, NULL)) != NULL)
+		mdb_txn_abort(t);
 	if (e->env)
 		mdb_env_close(e->env);
 	free(e->path);
@@ -1034,9 +1089,7 @@ rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 		return rc;
 	if ((rc = wr_load(&x, &k, &v)) == RS_OK)
 		*out = v.w;
-	mdb_txn_abort(x.t);
-	if (x.note[0] != '\0')
-		rs_error("%s", x.note);
+	reader_end(&x);
 	return rc;
 }
 
@@ -1152,9 +1205,7 @@ rs_exp_get(struct rs_exp *e, const char *key, struct rs_exp_record *out)
 		return rc;
 	if ((rc = exp_load(&x, &k, &v)) == RS_OK)
 		rc = record_copy(&x, &k, &v, exp_clock(), out);
-	mdb_txn_abort(x.t);
-	if (x.note[0] != '\0')
-		rs_error("%s", x.note);
+	reader_end(&x);
 	if (rc != RS_OK)
 		rs_exp_record_free(out);
 	return rc;
@@ -1210,9 +1261,7 @@ rs_exp_next(struct rs_exp *e, struct rs_exp_cursor *c,
 	if ((rc = tx_begin(e, &x, MDB_RDONLY)) != RS_OK)
 		return rc;
 	rc = next_in(&x, c, exp_clock(), out);
-	mdb_txn_abort(x.t);
-	if (x.note[0] != '\0')
-		rs_error("%s", x.note);
+	reader_end(&x);
 	if (rc != RS_OK)
 		rs_exp_record_free(out);
 	return rc;
@@ -1287,9 +1336,7 @@ rs_exp_dump(struct rs_exp *e, struct rs_line_writer *w)
 		if (rc != RS_OK)
 			break;
 	}
-	mdb_txn_abort(x.t);
-	if (x.note[0] != '\0')
-		rs_error("%s", x.note);
+	reader_end(&x);
 	return rc == RS_EEOF ? RS_OK : rc;
 }
 
@@ -1315,7 +1362,7 @@ rs_exp_stats(struct rs_exp *e, struct rs_exp_stats *st)
 	st->keys = entries(x.t, e->expect);
 	st->pods = entries(x.t, e->deleting);
 	st->written = entries(x.t, e->written);
-	mdb_txn_abort(x.t);
+	reader_end(&x);
 	if (mdb_env_info(e->env, &info) != 0 || mdb_env_stat(e->env, &es) != 0)
 		return RS_EIO;
 	st->map_size = info.me_mapsize;
@@ -1470,6 +1517,6 @@ rs_exp_check(struct rs_exp *e, char *why, size_t whylen)
 		rc = chk_fail(&c, "expect holds %llu entries, %llu walked",
 		    (unsigned long long)entries(x.t, e->expect),
 		    (unsigned long long)c.records);
-	mdb_txn_abort(x.t);
+	reader_end(&x);
 	return rc;
 }
