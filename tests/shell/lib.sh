@@ -57,6 +57,17 @@ wait_for() {
   return 0
 }
 
+# none_running PID...: true when none of them is alive (zombies count dead:
+# a zombie waits for its parent, maybe this shell, to reap it).
+none_running() {
+  local p st
+  for p in "$@"; do
+    st=$(sed -e 's/^.*) //' -e 's/ .*//' "/proc/$p/stat" 2>/dev/null) || continue
+    [ "$st" = Z ] || return 1
+  done
+  return 0
+}
+
 oneTimeTearDown() {
   stop_controller
   rm -rf "$RS_STATE_DIR"

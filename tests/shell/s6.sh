@@ -84,16 +84,6 @@ adds() {
 
 now_ms() { date +%s%3N; }
 
-# none_running PID...: true when none of them is alive (zombies count dead).
-none_running() {
-  local p st
-  for p in "$@"; do
-    st=$(sed -e 's/^.*) //' -e 's/ .*//' "/proc/$p/stat" 2>/dev/null) || continue
-    [ "$st" = Z ] || return 1
-  done
-  return 0
-}
-
 test_services_up_and_queue_ready() {
   need_cluster || return 0
   assertTrue "rs-queue up and ready (notification-fd)" \
