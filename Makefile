@@ -2,6 +2,10 @@
 # library they share. Sources are discovered, so adding a file needs no edit.
 
 PREFIX  ?= /usr/local
+# make install: rs-svscan, rs-pipeline and the s6 service directories in
+# LIBEXECDIR, the systemd units in UNITDIR (their paths made PREFIX's)
+LIBEXECDIR ?= $(PREFIX)/libexec/rs-controller
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 BUILD   ?= build
 CC      ?= cc
 PKGS     = libcurl libcjson yaml-0.1 lmdb libmicrohttpd
@@ -33,8 +37,12 @@ BENCH_SRC:= $(wildcard bench/*/*.c)
 BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
-.PHONY: all deps check-deps asan test test-unit test-shell install clean demo bench soak fuzz
+.PHONY: all tools deps check-deps asan test test-unit test-shell install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
+
+# The tools alone, for packages: no test programs, no check of the test
+# suite's dependencies.
+tools: $(BINS)
 
 deps:
 	@sh tests/deps.sh install
@@ -44,7 +52,7 @@ check-deps:
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -89,10 +97,28 @@ test-shell: all
 bench: all
 	@sh bench/run
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7
+# The units name /usr/local (as service/systemd/ documents a manual
+# install): they get PREFIX's paths here, without a /usr/bin twice on PATH.
+install: tools
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	for m in $(MANS); do s=$${m##*.}; install -d $(DESTDIR)$(PREFIX)/share/man/man$$s; install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$$s/; done
+	install -d $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 service/rs-svscan service/rs-pipeline $(DESTDIR)$(LIBEXECDIR)/
+	rm -rf $(DESTDIR)$(LIBEXECDIR)/s6
+	cp -R service/s6 $(DESTDIR)$(LIBEXECDIR)/s6
+	for u in service/systemd/*.service service/systemd/*.target; do \
+		sed -e 's|/usr/local/libexec/rs-controller|$(LIBEXECDIR)|g' \
+		    -e 's|/usr/local/bin|$(PREFIX)/bin|g' \
+		    -e 's|:/usr/bin:/usr/bin:|:/usr/bin:|' $$u \
+		    >$(DESTDIR)$(UNITDIR)/$${u##*/} && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; \
+	done
+
+# make deb: the Debian package (dpkg-buildpackage, debhelper), built in a
+# copy of the tree, then lintian: $(BUILD)/deb/rs-controller_*.deb.
+deb:
+	@sh deploy/build-deb $(BUILD)/deb
 
 clean:
 	rm -rf build build-asan

@@ -22,6 +22,11 @@ openssl:cmd/openssl
 curl:cmd/curl
 gnuplot-nox:cmd/gnuplot
 procps:cmd/ps
+dpkg-dev:cmd/dpkg-buildpackage
+debhelper:cmd/dh
+lintian:cmd/lintian
+systemd:cmd/systemd-analyze
+systemd-container:cmd/systemd-nspawn
 valgrind:cmd/valgrind
 clang:cmd/clang
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a

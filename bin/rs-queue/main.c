@@ -19,6 +19,7 @@
 static const char usage_text[] =
 "usage: rs-queue [--queue PATH] serve [--notify-fd N] [--name NAME]\n"
 "                [--base-delay DUR] [--max-delay DUR] [--qps N] [--burst N]\n"
+"                [--drain-timeout DUR]\n"
 "       rs-queue [--queue PATH] add KEY... | add -\n"
 "       rs-queue [--queue PATH] get [--hold]\n"
 "       rs-queue [--queue PATH] done|forget|retry KEY... | done|forget|retry -\n"
@@ -43,6 +44,8 @@ static const char usage_text[] =
 "  --max-delay DUR   cap of the per-key RETRY delay (1000s)\n"
 "  --qps N           overall RETRY rate, tokens a second; 0: none (10)\n"
 "  --burst N         token bucket size (100)\n"
+"  --drain-timeout DUR  how long a shutdown (SHUTDOWN, TERM, INT) waits for\n"
+"                    the keys out before exiting 111; 0: for ever (5s)\n"
 "get:\n"
 "  --hold            the key stays out until DONE from anyone (the default\n"
 "                    for this command; accepted for clarity)\n"
@@ -59,7 +62,7 @@ static const char usage_text[] =
 /* Codes below 32: a bit each in opts.seen, to refuse misplaced ones. */
 enum {
 	O_QUEUE = 1, O_NOTIFY, O_NAME, O_BASE, O_MAX, O_QPS, O_BURST, O_HOLD,
-	O_PROM, O_WAIT, O_HELP = 'h',
+	O_PROM, O_WAIT, O_DRAIN, O_HELP = 'h',
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +77,7 @@ static const struct option long_opts[] = {
 	{ "hold", no_argument, NULL, O_HOLD },
 	{ "prometheus", no_argument, NULL, O_PROM },
 	{ "wait", no_argument, NULL, O_WAIT },
+	{ "drain-timeout", required_argument, NULL, O_DRAIN },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -124,6 +128,10 @@ set_opt(struct opts *o, int c, const char *arg)
 	case O_BURST:
 		o->serve.queue.burst = (int)rs_flag_long(arg, 1, 1 << 30,
 		    "--burst");
+		break;
+	case O_DRAIN:
+		o->serve.drain_timeout_ns = rs_flag_duration(arg,
+		    "--drain-timeout");
 		break;
 	case O_HOLD:
 		o->hold = 1;
@@ -183,7 +191,8 @@ static int
 run(struct opts *o, const char *cmd, char **args, int n)
 {
 	const unsigned serve_opts = 1u << O_NOTIFY | 1u << O_NAME |
-	    1u << O_BASE | 1u << O_MAX | 1u << O_QPS | 1u << O_BURST;
+	    1u << O_BASE | 1u << O_MAX | 1u << O_QPS | 1u << O_BURST |
+	    1u << O_DRAIN;
 	static const char *const keycmds[][2] = {
 		{ "add", "ADD" }, { "done", "DONE" }, { "forget", "FORGET" },
 		{ "retry", "RETRY" },
@@ -250,6 +259,7 @@ main(int argc, char **argv)
 	rs_flag_set_usage("usage: rs-queue [OPTIONS] COMMAND [ARGS]\n");
 	memset(&o, 0, sizeof o);
 	o.serve.notify_fd = -1;
+	o.serve.drain_timeout_ns = RSQ_DRAIN_TIMEOUT_NS;
 	o.serve.name = "replicaset";
 	rsq_config_default(&o.serve.queue);
 	parse_opts(&o, argc, argv);

@@ -63,6 +63,8 @@ struct server {
 	size_t nflush, flushcap;
 	int signals;
 	int64_t now;
+	int64_t drain_timeout;    /* ns; 0: a shutdown waits for ever */
+	int64_t drain_deadline;   /* monotonic ns; 0: none running */
 };
 
 static int conn_write(struct server *s, struct conn *c);
@@ -210,6 +212,12 @@ begin_shutdown(struct server *s)
 	rs_info(1, "shutting down: %llu keys processing",
 	    (unsigned long long)s->q.processing);
 	rsq_shutdown(&s->q);
+	/* A client that never says DONE (a shell's `rs-queue get`, a stage
+	 * stopped with SIGSTOP) would hold the server up until a second
+	 * signal: the drain gets a deadline, as s6's timeout-kill or
+	 * systemd's TimeoutStopSec would give the whole process. */
+	if (s->drain_timeout > 0)
+		s->drain_deadline = rs_mono_ns() + s->drain_timeout;
 	while (s->wn > 0) {
 		struct waiter w = waiter_pop(s);
 
@@ -510,9 +518,12 @@ do_signal(struct server *s)
 
 	while (read(s->sfd, &si, sizeof si) == sizeof si) {
 		s->signals++;
-		rs_info(0, "signal %u: %s", si.ssi_signo, s->signals == 1 ?
-		    "shutting down once nothing is processing" :
-		    "exiting now");
+		if (s->signals > 1)
+			rs_info(0, "signal %u: exiting now", si.ssi_signo);
+		else
+			rs_info(0, "signal %u: shutting down once nothing is "
+			    "processing%s", si.ssi_signo, s->drain_timeout > 0 ?
+			    ", or at the drain deadline" : "");
 		begin_shutdown(s);
 	}
 }
@@ -539,12 +550,25 @@ next_timeout(const struct server *s)
 {
 	int64_t due = rsq_next_due(&s->q), now = rs_mono_ns(), ms;
 
+	if (s->drain_deadline > 0 && (due < 0 || s->drain_deadline < due))
+		due = s->drain_deadline;
 	if (due < 0)
 		return -1;
 	if (due <= now)
 		return 0;
 	ms = (due - now + 999999) / 1000000;
 	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* The shutdown's deadline has passed with keys still out. */
+static int
+drain_overdue(const struct server *s)
+{
+	if (s->drain_deadline == 0 || s->now < s->drain_deadline)
+		return 0;
+	rs_warn("the drain deadline (%.3g s) has passed",
+	    (double)s->drain_timeout / 1e9);
+	return 1;
 }
 
 static void
@@ -555,6 +579,7 @@ setup(struct server *s, const struct rsq_server_config *cfg)
 
 	memset(s, 0, sizeof *s);
 	s->name = cfg->name;
+	s->drain_timeout = cfg->drain_timeout_ns;
 	if (rsq_init(&s->q, &cfg->queue) != RS_OK)
 		oom();
 	signal(SIGPIPE, SIG_IGN);
@@ -656,7 +681,7 @@ rsq_serve(const struct rsq_server_config *cfg)
 		flush_all(&s);
 		if (rsq_drained(&s.q))
 			break;
-		if (s.signals > 1) {
+		if (s.signals > 1 || drain_overdue(&s)) {
 			rs_warn("exiting with %llu keys processing",
 			    (unsigned long long)s.q.processing);
 			code = 111;

@@ -3,7 +3,10 @@
 # real test apiserver, no other controller running. Every test checks the
 # final state with kubectl and counts pod ADDED events from a separate
 # rs-watch, so that a pod created beyond what was needed fails the test.
-. "$(dirname "$0")/lib.sh"
+# deb.sh runs these scenarios against the installed package: it sources
+# this file with E2E_SCENARIOS_ONLY=1, lib.sh loaded and a controller of
+# its own.
+[ -n "${E2E_SCENARIOS_ONLY:-}" ] || . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
   need_cluster || return 0
@@ -154,8 +157,11 @@ test_burst_of_1200() {
   assertTrue "1200 pods" "wait_count $ns app=big 1200 240"
   assertTrue "status 1200" "wait_for 60 rs_status_is $ns big '.replicas == 1200'"
   sleep 2
-  max=$(jq -s --arg ns "$ns" '[.[] | select(.op=="create" and .owner.namespace==$ns) | .count] | max' "$TMP/intents.ndjson")
-  assertTrue "steps of at most 500 (largest $max)" "[ $max -le 500 ]"
+  # the intents, where start_controller recorded them (not under s6)
+  if [ -f "$TMP/intents.ndjson" ]; then
+    max=$(jq -s --arg ns "$ns" '[.[] | select(.op=="create" and .owner.namespace==$ns) | .count] | max' "$TMP/intents.ndjson")
+    assertTrue "steps of at most 500 (largest $max)" "[ $max -le 500 ]"
+  fi
   assertEquals "creates" 1200 "$(pod_adds "$ns")"
   assertTrue "never more than 1200 at once" "[ $(pod_peak "$ns") -le 1200 ]"
   kubectl -n "$ns" scale rs big --replicas 0 >/dev/null
@@ -178,4 +184,4 @@ test_dry_run_writes_nothing() {
   assertEquals "no pod written" 0 "$(kubectl -n "$ns" get pods -l app=dry -o name | wc -l)"
 }
 
-. "$SHUNIT2"
+[ -n "${E2E_SCENARIOS_ONLY:-}" ] || . "$SHUNIT2"

@@ -57,6 +57,49 @@ wait_for() {
   return 0
 }
 
+# none_running PID...: true when none of them is alive (zombies count dead:
+# a zombie waits for its parent, maybe this shell, to reap it).
+none_running() {
+  local p st
+  for p in "$@"; do
+    st=$(sed -e 's/^.*) //' -e 's/ .*//' "/proc/$p/stat" 2>/dev/null) || continue
+    [ "$st" = Z ] || return 1
+  done
+  return 0
+}
+
+# The controller under s6 (service/rs-svscan, s6.sh and deb.sh): its scan
+# directory is $SCAN, s6-svscan's pid $SVSCAN.
+
+# stop_svscan: s6-svscanctl -t, then wait for s6-svscan (30 s at most).
+stop_svscan() {
+  s6-svscanctl -t "$SCAN" 2>/dev/null
+  for _ in $(seq 1 150); do kill -0 "$SVSCAN" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$SVSCAN" 2>/dev/null && return 1
+  wait "$SVSCAN" 2>/dev/null
+  SVSCAN=
+  return 0
+}
+
+# stage_pid STAGE: the pid of rs-queue, or of a stage of the pipeline.
+stage_pid() {
+  local sup
+  case $1 in
+  rs-queue) s6-svstat -p "$SCAN/rs-queue" ;;
+  rs-pipeline) s6-svstat -p "$SCAN/rs-pipeline" ;;
+  *) sup=$(s6-svstat -p "$SCAN/rs-pipeline") && pgrep -P "$sup" -x "$1" ;;
+  esac
+}
+
+# pipeline_pids: the supervisor and the three stages, when all are up.
+pipeline_pids() {
+  local sup w s a
+  sup=$(s6-svstat -p "$SCAN/rs-pipeline") && [ "$sup" -gt 0 ] || return 1
+  w=$(pgrep -P "$sup" -x rs-watch) && s=$(pgrep -P "$sup" -x rs-sync) &&
+    a=$(pgrep -P "$sup" -x rs-apply) || return 1
+  echo "$sup $w $s $a"
+}
+
 oneTimeTearDown() {
   stop_controller
   rm -rf "$RS_STATE_DIR"

@@ -304,7 +304,10 @@ test_shutdown_drains() {
   assertFalse "socket removed" "[ -e '$SOCK' ]"
 }
 
+# Keys done within the drain deadline: a clean exit.
 test_sigterm_drains() {
+  stop_server
+  start_server --drain-timeout 60s
   rs-queue add ns/a && rs-queue get >/dev/null || fail "get"
   kill -TERM "$SERVER"
   sleep 0.3
@@ -318,6 +321,51 @@ test_sigterm_drains() {
   wait "$WAITER"
   assertEquals "shutdown --wait returns when it exits" 0 $?
   SERVER=
+}
+
+# A client that holds a key and never says DONE (a stuck stage, a
+# forgotten `rs-queue get`) does not keep the server from stopping on one
+# TERM: it exits 111 at the drain deadline, its socket removed.
+test_sigterm_drain_deadline() {
+  stop_server
+  start_server --drain-timeout 2s
+  rs-queue add ns/a ns/b || fail "add"
+  talk_open
+  printf 'GET\n' >&7
+  wait_for 5 lines_in "$TMP/talk.out" 1 || fail "no key"
+  assertEquals "held by a connection" "KEY ns/a" "$(cat "$TMP/talk.out")"
+  assertEquals "held by get" ns/b "$(rs-queue get)"
+  kill -TERM "$SERVER"
+  sleep 0.5
+  assertTrue "drains: still up before the deadline" "kill -0 $SERVER"
+  rs-queue shutdown --wait &
+  WAITER=$!
+  # 2 s deadline, generous margin for a loaded machine; no second signal
+  assertTrue "exits by the deadline" "wait_for 20 none_running $SERVER"
+  wait "$SERVER"
+  assertEquals "exit: keys given up" 111 $?
+  SERVER=
+  wait "$WAITER"
+  assertEquals "shutdown --wait returns at the exit" 0 $?
+  assertContains "says why" "$(cat "$TMP/server.log")" "drain deadline (2 s) has passed"
+  assertContains "says what" "$(cat "$TMP/server.log")" "exiting with 2 keys processing"
+  assertFalse "socket removed" "[ -e '$SOCK' ]"
+}
+
+# --drain-timeout 0 waits for ever; a second signal still ends it.
+test_drain_timeout_zero_waits() {
+  stop_server
+  start_server --drain-timeout 0
+  rs-queue add ns/a && rs-queue get >/dev/null || fail "get"
+  kill -TERM "$SERVER"
+  sleep 1
+  assertTrue "still draining" "kill -0 $SERVER"
+  kill -TERM "$SERVER"
+  wait "$SERVER"
+  assertEquals "second signal: exit now" 111 $?
+  SERVER=
+  rs-queue serve --drain-timeout soon 2>/dev/null
+  assertEquals "bad duration: usage" 100 $?
 }
 
 test_shutdown_wait_idle() {
@@ -369,6 +417,7 @@ test_help_and_usage() {
   assertEquals "help exit" 0 $?
   assertContains "$(cat "$TMP/help")" "usage: rs-queue"
   assertContains "$(cat "$TMP/help")" "--notify-fd"
+  assertContains "$(cat "$TMP/help")" "--drain-timeout"
   rs-queue serve --help >/dev/null
   assertEquals "serve help exit" 0 $?
   rs-queue frob 2>/dev/null

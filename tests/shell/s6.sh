@@ -34,16 +34,6 @@ oneTimeTearDown() {
   rm -rf "$RS_STATE_DIR"
 }
 
-# stop_svscan: s6-svscanctl -t, then wait for s6-svscan (30 s at most).
-stop_svscan() {
-  s6-svscanctl -t "$SCAN" 2>/dev/null
-  for _ in $(seq 1 150); do kill -0 "$SVSCAN" 2>/dev/null || break; sleep 0.2; done
-  kill -0 "$SVSCAN" 2>/dev/null && return 1
-  wait "$SVSCAN" 2>/dev/null
-  SVSCAN=
-  return 0
-}
-
 # leftovers: pids of processes of this scan directory: run from it (the
 # s6-supervise processes, the services) or started with its envdirs.
 leftovers() {
@@ -58,41 +48,12 @@ leftovers() {
   done
 }
 
-# stage_pid STAGE: the pid of rs-queue, or of a stage of the pipeline.
-stage_pid() {
-  local sup
-  case $1 in
-  rs-queue) s6-svstat -p "$SCAN/rs-queue" ;;
-  rs-pipeline) s6-svstat -p "$SCAN/rs-pipeline" ;;
-  *) sup=$(s6-svstat -p "$SCAN/rs-pipeline") && pgrep -P "$sup" -x "$1" ;;
-  esac
-}
-
-# pipeline_pids: the supervisor and the three stages, when all are up.
-pipeline_pids() {
-  local sup w s a
-  sup=$(s6-svstat -p "$SCAN/rs-pipeline") && [ "$sup" -gt 0 ] || return 1
-  w=$(pgrep -P "$sup" -x rs-watch) && s=$(pgrep -P "$sup" -x rs-sync) &&
-    a=$(pgrep -P "$sup" -x rs-apply) || return 1
-  echo "$sup $w $s $a"
-}
-
 # adds NS: pods of NS the recorder saw ADDED (cheap: grep, for polling).
 adds() {
   grep -F '"type":"ADDED"' "$TMP/pods.ndjson" | grep -cF "\"namespace\":\"$1\""
 }
 
 now_ms() { date +%s%3N; }
-
-# none_running PID...: true when none of them is alive (zombies count dead).
-none_running() {
-  local p st
-  for p in "$@"; do
-    st=$(sed -e 's/^.*) //' -e 's/ .*//' "/proc/$p/stat" 2>/dev/null) || continue
-    [ "$st" = Z ] || return 1
-  done
-  return 0
-}
 
 test_services_up_and_queue_ready() {
   need_cluster || return 0
