@@ -52,10 +52,12 @@ setup(void)
 	if (mkdtemp(path) == NULL)
 		abort();
 	snprintf(file, sizeof file, "%s/expectations", path);
-	if (rs_exp_open(file, &(struct rs_exp_opts){ .keys = 1024,
-	    .pods = 4096 }, &exp_file) != RS_OK)
+	if (rs_exp_open(file, &(struct rs_exp_opts){ .map_size = 4 << 20 },
+	    &exp_file) != RS_OK)
 		abort();
-	/* the file stays mapped; its name can go now */
+	/* the files stay open and mapped; their names can go now */
+	unlink(file);
+	snprintf(file, sizeof file, "%s/expectations-lock", path);
 	unlink(file);
 	rmdir(path);
 	if (rs_line_writer_init(&out, open("/dev/null", O_WRONLY | O_CLOEXEC),

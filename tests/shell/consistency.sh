@@ -39,8 +39,16 @@ held_scale_up() {
     "{\"metadata\":{\"annotations\":{\"rs-test/hold\":\"$1\"}},\"spec\":{\"replicas\":2}}" >/dev/null
   wait_count "$1" app=web 2 20 || fail "the two pods were not created"
   wait_for 20 test -e "$TMP/hold" || fail "the relay did not hold"
-  wait_for 20 grep -q "$1/web: synced" "$TMP/apply.log" ||
-    fail "rs-apply did not end the key"
+  # the stream held, nothing syncs web again once its scale-up has ended
+  wait_for 30 syncs_settled "$1" || fail "rs-apply did not end the key"
+}
+
+# syncs_settled NS: rs-apply ended NS/web as synced at least twice (its
+# first sync, its scale-up) and no more for 2 s.
+syncs_settled() {
+  _n=$(synced_lines "$1")
+  sleep 2
+  [ "$_n" -ge 2 ] && [ "$_n" -eq "$(synced_lines "$1")" ]
 }
 
 # relay NS: the relay for held_scale_up in NS (the mark names the namespace:
