@@ -306,7 +306,7 @@ test_no_create_sent_twice_on_reset() {
     rs-apply --kubeconfig "$d/proxy.kubeconfig" --no-queue -v 4 --kube-api-qps 40 \
       --kube-api-burst 40 <"$d/intents" 2>"$d/apply-$trial.log"
     wait $cutter
-    a=$(grep -c "POST /api/v1/namespaces/$ns/pods:" "$d/apply-$trial.log")
+    a=$(grep -cE "POST /api/v1/namespaces/$ns/pods(\?[^ :]*)?:" "$d/apply-$trial.log")
     n=$(kubectl -n "$ns" get pods -o name | wc -l)
     f=$(grep -c 'unable to create a pod' "$d/apply-$trial.log")
     tries=$((tries + a)) pods=$((pods + n)) failed=$((failed + f))
