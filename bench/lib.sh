@@ -192,7 +192,7 @@ start_ref() {  # DIR QPS BURST
     --kubeconfig "$cluster/kubeconfig" --authentication-skip-lookup \
     --bind-address 127.0.0.1 --secure-port 0 \
     --concurrent-replicaset-syncs "$concurrency" \
-    --kube-api-qps "$q" --kube-api-burst "$b" >"$d/kcm.log" 2>&1 &
+    --kube-api-qps "$q" --kube-api-burst "$b" ${RS_BENCH_KCM_FLAGS:-} >"$d/kcm.log" 2>&1 &
   for _ in $(seq 1 100); do [ -s "$d/kcm.pid" ] && break; sleep 0.05; done
   ctl_pids=$(cat "$d/kcm.pid")
 }
