@@ -29,6 +29,8 @@
 #   bench_cleanup               stops what the caller started (for its
 #                               EXIT trap)
 #   val FILE KEY                the value of "KEY value" in FILE
+#   klog_time LINE              the Unix time of a klog-style log line
+#   quiet_cpu                   waits until the controller is idle
 
 say() { echo "$prog: $*" >&2; }
 die() { echo "$prog: fatal: $*" >&2; exit 111; }
@@ -226,3 +228,32 @@ ready_controller() {
 }
 
 val() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+
+# klog_time LINE: the Unix time of a klog line (I1125 15:07:40.123456 ...),
+# UTC as both sides write it; the year is this one's.
+klog_time() {
+  local s=${1#?}
+  date -u -d "$(date -u +%Y)-${s:0:2}-${s:2:2} ${s:5:15}" +%s.%N
+}
+
+# quiet_cpu: waits (at most 600 s) until the controller has used under
+# 20 ms of CPU in each of two half seconds in a row: a controller may work
+# on with nothing to write (a sync of every key after a list), and its CPU
+# belongs to the phase.
+ticks() {
+  local p
+  for p in $ctl_pids; do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
+}
+quiet_cpu() {
+  local a b calm=0
+  a=$(ticks)
+  for _ in $(seq 1 1200); do
+    sleep 0.5
+    b=$(ticks)
+    if [ $((b - a)) -lt 2 ]; then calm=$((calm + 1)); [ $calm -ge 2 ] && return 0
+    else calm=0; fi
+    a=$b
+  done
+  say "warning: the controller never went idle"
+}
