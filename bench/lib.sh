@@ -240,9 +240,10 @@ klog_time() {
 # 20 ms of CPU in each of two half seconds in a row: a controller may work
 # on with nothing to write (a sync of every key after a list), and its CPU
 # belongs to the phase.
+# ticks [PID...]: their CPU in clock ticks (default: the controller's).
 ticks() {
   local p
-  for p in $ctl_pids; do cat "/proc/$p/stat" 2>/dev/null; done |
+  for p in ${*:-$ctl_pids}; do cat "/proc/$p/stat" 2>/dev/null; done |
     awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
 }
 quiet_cpu() {
