@@ -17,7 +17,7 @@
 #   start_ours DIR QPS BURST, start_ref DIR QPS BURST, stop_controller
 #                               the controller of a side (ctl_pids)
 #   side_agents SIDE            the user agent prefixes of a side's requests
-#   metrics FILE, mutations, settle, audit_errors
+#   metrics FILE, mutations, settle, audit_errors, until_calm
 #                               the API server's request counts; settle
 #                               waits until 2 s pass without a write;
 #                               audit_errors: events the audit log lost
@@ -145,20 +145,29 @@ mutations() {
 # goroutine of their own, 3,000 of them take 150 s at 20 QPS): their
 # requests and CPU belong to the scenario too.
 settle() {
-  local a b same=0
-  a=$(mutations)
-  for _ in $(seq 1 600); do
-    sleep 1
-    b=$(mutations)
-    if [ "$a" = "$b" ]; then
-      same=$((same + 1)); [ $same -ge 2 ] && return 0
+  until_calm 1 600 same_value mutations || say "warning: the cluster never went quiet"
+}
+
+# until_calm INTERVAL TRIES TEST PROBE...: runs PROBE every INTERVAL
+# seconds (at most TRIES times) until TEST PREVIOUS LAST holds twice in a
+# row (three values, two pairs); 1 if it never does.
+until_calm() {
+  local iv=$1 n=$2 test=$3 a b calm=0
+  shift 3
+  a=$("$@")
+  for _ in $(seq 1 "$n"); do
+    sleep "$iv"
+    b=$("$@")
+    if "$test" "$a" "$b"; then
+      calm=$((calm + 1)); [ $calm -ge 2 ] && return 0
     else
-      same=0
+      calm=0
     fi
     a=$b
   done
-  say "warning: the cluster never went quiet"
+  return 1
 }
+same_value() { [ "$1" = "$2" ]; }
 
 # --- controllers ------------------------------------------------------------
 pidexec() { echo "$BASHPID" > "$1"; shift; exec "$@"; }
@@ -247,14 +256,6 @@ ticks() {
     awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
 }
 quiet_cpu() {
-  local a b calm=0
-  a=$(ticks)
-  for _ in $(seq 1 1200); do
-    sleep 0.5
-    b=$(ticks)
-    if [ $((b - a)) -lt 2 ]; then calm=$((calm + 1)); [ $calm -ge 2 ] && return 0
-    else calm=0; fi
-    a=$b
-  done
-  say "warning: the controller never went idle"
+  until_calm 0.5 1200 under_2_ticks ticks || say "warning: the controller never went idle"
 }
+under_2_ticks() { [ $(( $2 - $1 )) -lt 2 ]; }
