@@ -17,7 +17,7 @@
 #   start_ours DIR QPS BURST, start_ref DIR QPS BURST, stop_controller
 #                               the controller of a side (ctl_pids)
 #   side_agents SIDE            the user agent prefixes of a side's requests
-#   metrics FILE, mutations, settle, audit_errors
+#   metrics FILE, mutations, settle, audit_errors, until_calm
 #                               the API server's request counts; settle
 #                               waits until 2 s pass without a write;
 #                               audit_errors: events the audit log lost
@@ -29,6 +29,8 @@
 #   bench_cleanup               stops what the caller started (for its
 #                               EXIT trap)
 #   val FILE KEY                the value of "KEY value" in FILE
+#   klog_time LINE              the Unix time of a klog-style log line
+#   quiet_cpu                   waits until the controller is idle
 
 say() { echo "$prog: $*" >&2; }
 die() { echo "$prog: fatal: $*" >&2; exit 111; }
@@ -143,20 +145,29 @@ mutations() {
 # goroutine of their own, 3,000 of them take 150 s at 20 QPS): their
 # requests and CPU belong to the scenario too.
 settle() {
-  local a b same=0
-  a=$(mutations)
-  for _ in $(seq 1 600); do
-    sleep 1
-    b=$(mutations)
-    if [ "$a" = "$b" ]; then
-      same=$((same + 1)); [ $same -ge 2 ] && return 0
+  until_calm 1 600 same_value mutations || say "warning: the cluster never went quiet"
+}
+
+# until_calm INTERVAL TRIES TEST PROBE...: runs PROBE every INTERVAL
+# seconds (at most TRIES times) until TEST PREVIOUS LAST holds twice in a
+# row (three values, two pairs); 1 if it never does.
+until_calm() {
+  local iv=$1 n=$2 test=$3 a b calm=0
+  shift 3
+  a=$("$@")
+  for _ in $(seq 1 "$n"); do
+    sleep "$iv"
+    b=$("$@")
+    if "$test" "$a" "$b"; then
+      calm=$((calm + 1)); [ $calm -ge 2 ] && return 0
     else
-      same=0
+      calm=0
     fi
     a=$b
   done
-  say "warning: the cluster never went quiet"
+  return 1
 }
+same_value() { [ "$1" = "$2" ]; }
 
 # --- controllers ------------------------------------------------------------
 pidexec() { echo "$BASHPID" > "$1"; shift; exec "$@"; }
@@ -192,7 +203,7 @@ start_ref() {  # DIR QPS BURST
     --kubeconfig "$cluster/kubeconfig" --authentication-skip-lookup \
     --bind-address 127.0.0.1 --secure-port 0 \
     --concurrent-replicaset-syncs "$concurrency" \
-    --kube-api-qps "$q" --kube-api-burst "$b" >"$d/kcm.log" 2>&1 &
+    --kube-api-qps "$q" --kube-api-burst "$b" ${RS_BENCH_KCM_FLAGS:-} >"$d/kcm.log" 2>&1 &
   for _ in $(seq 1 100); do [ -s "$d/kcm.pid" ] && break; sleep 0.05; done
   ctl_pids=$(cat "$d/kcm.pid")
 }
@@ -226,3 +237,25 @@ ready_controller() {
 }
 
 val() { awk -v k="$2" '$1 == k { print $2; exit }' "$1"; }
+
+# klog_time LINE: the Unix time of a klog line (I1125 15:07:40.123456 ...),
+# UTC as both sides write it; the year is this one's.
+klog_time() {
+  local s=${1#?}
+  date -u -d "$(date -u +%Y)-${s:0:2}-${s:2:2} ${s:5:15}" +%s.%N
+}
+
+# quiet_cpu: waits (at most 600 s) until the controller has used under
+# 20 ms of CPU in each of two half seconds in a row: a controller may work
+# on with nothing to write (a sync of every key after a list), and its CPU
+# belongs to the phase.
+# ticks [PID...]: their CPU in clock ticks (default: the controller's).
+ticks() {
+  local p
+  for p in ${*:-$ctl_pids}; do cat "/proc/$p/stat" 2>/dev/null; done |
+    awk '{ sub(/.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
+}
+quiet_cpu() {
+  until_calm 0.5 1200 under_2_ticks ticks || say "warning: the controller never went idle"
+}
+under_2_ticks() { [ $(( $2 - $1 )) -lt 2 ]; }

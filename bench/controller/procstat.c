@@ -2,12 +2,14 @@
  * the controller benchmark (the four processes of our pipeline against the
  * one kube-controller-manager).
  *
- *   procstat [--interval MS] PID...
+ *   procstat [--interval MS] [--since-start] PID...
  *
  * Samples every MS milliseconds (default 100) until TERM or INT, or until
  * every PID has exited, then prints on stdout:
  *   cpu_s X        user + system CPU seconds the PIDs used while it ran
- *                  (a PID that exited counts with its last sample)
+ *                  (a PID that exited counts with its last sample); with
+ *                  --since-start, since each PID started, so that the
+ *                  CPU of a start-up before the first sample counts too
  *   peak_rss_kb N  the largest sum of VmRSS over one sample
  *   hwm_kb N       the sum of each PID's VmHWM (its own peak since it
  *                  started) at its last sample
@@ -197,16 +199,23 @@ main(int argc, char **argv)
 	long interval = 100, peak = 0, samples = 0, hwm = 0, peak_unique = 0;
 	long kb_per_page = sysconf(_SC_PAGESIZE) / 1024;
 	unsigned long long ticks = 0;
-	int i = 1, n;
+	int i = 1, n, since_start = 0;
 
 	rs_log_init(argv[0]);
-	if (argc > 2 && strcmp(argv[1], "--interval") == 0) {
-		interval = atol(argv[2]);
-		i = 3;
+	for (;;) {
+		if (argc > i + 1 && strcmp(argv[i], "--interval") == 0) {
+			interval = atol(argv[i + 1]);
+			i += 2;
+		} else if (argc > i && strcmp(argv[i], "--since-start") == 0) {
+			since_start = 1;
+			i++;
+		} else
+			break;
 	}
 	n = argc - i;
 	if (n < 1 || interval < 1) {
-		fputs("usage: procstat [--interval MS] PID...\n", stderr);
+		fputs("usage: procstat [--interval MS] [--since-start] PID...\n",
+		    stderr);
 		return 100;
 	}
 	v = calloc((size_t)n, sizeof *v);
@@ -217,7 +226,7 @@ main(int argc, char **argv)
 		v[j].alive = 1;
 		if (!sample(&v[j]))
 			rs_fatal(111, "unable to read /proc/%d", v[j].pid);
-		v[j].ticks0 = v[j].ticks;
+		v[j].ticks0 = since_start ? 0 : v[j].ticks;
 	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
