@@ -54,6 +54,7 @@ struct rs_exp {
 	MDB_dbi expect, deleting, written, meta;
 	char *path;
 	size_t map_size;
+	unsigned page_size;
 	uint64_t allocated;     /* bytes of the file known allocated */
 	int damaged;            /* found damaged: refused until a reset */
 	char damage[200];       /* why */
@@ -250,14 +251,13 @@ static rs_code
 room(struct rs_exp *e, uint64_t extra)
 {
 	MDB_envinfo info;
-	MDB_stat st;
 	mdb_filehandle_t fd;
 	uint64_t want;
 	int err;
 
-	if (mdb_env_info(e->env, &info) != 0 || mdb_env_stat(e->env, &st) != 0)
+	if (mdb_env_info(e->env, &info) != 0)
 		return RS_EIO;
-	want = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize +
+	want = ((uint64_t)info.me_last_pgno + 1) * e->page_size +
 	    EXP_HEADROOM + 4 * extra;
 	if (want > info.me_mapsize)
 		want = info.me_mapsize;
@@ -269,6 +269,18 @@ room(struct rs_exp *e, uint64_t extra)
 		return mdb_code(e, NULL, err);
 	e->allocated = want;
 	return RS_OK;
+}
+
+/* mdb_txn_begin, taking the map size another process grew it to. */
+static int
+txn_begin(struct rs_exp *e, unsigned flags, MDB_txn **t)
+{
+	int err = mdb_txn_begin(e->env, NULL, flags, t);
+
+	if (err == MDB_MAP_RESIZED && (err = mdb_env_set_mapsize(e->env,
+	    0)) == 0)
+		err = mdb_txn_begin(e->env, NULL, flags, t);
+	return err;
 }
 
 /* A read transaction: the one kept reset when it is free (renewing it
@@ -287,12 +299,7 @@ reader_begin(struct rs_exp *e, struct tx *x)
 	}
 	if (t != NULL)
 		mdb_txn_abort(t);
-	err = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &x->t);
-	if (err == MDB_MAP_RESIZED) {
-		if ((err = mdb_env_set_mapsize(e->env, 0)) == 0)
-			err = mdb_txn_begin(e->env, NULL, MDB_RDONLY, &x->t);
-	}
-	if (err != 0) {
+	if ((err = txn_begin(e, MDB_RDONLY, &x->t)) != 0) {
 		x->t = NULL;
 		return mdb_code(e, NULL, err);
 	}
@@ -333,13 +340,7 @@ tx_begin_sized(struct rs_exp *e, struct tx *x, unsigned flags,
 		return reader_begin(e, x);
 	if ((rc = room(e, extra)) != RS_OK)
 		return rc;
-	err = mdb_txn_begin(e->env, NULL, flags, &x->t);
-	if (err == MDB_MAP_RESIZED) {
-		/* another process grew the map: take its size */
-		if ((err = mdb_env_set_mapsize(e->env, 0)) == 0)
-			err = mdb_txn_begin(e->env, NULL, flags, &x->t);
-	}
-	if (err != 0) {
+	if ((err = txn_begin(e, flags, &x->t)) != 0) {
 		x->t = NULL;
 		return mdb_code(e, NULL, err);
 	}
@@ -462,7 +463,7 @@ check_owner(const char *path, int fd)
 /* Opens (or creates, mode 0600 whatever the umask) one of the two files
  * and checks it before LMDB sees it. */
 static rs_code
-file_prepare(const char *path, int nocreate, int *empty, size_t *size)
+file_prepare(const char *path, int nocreate, size_t *size)
 {
 	int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW, fd;
 	struct stat st;
@@ -478,9 +479,8 @@ file_prepare(const char *path, int nocreate, int *empty, size_t *size)
 		return errno == ELOOP ? RS_EREFUSED : RS_EIO;
 	}
 	if ((rc = check_owner(path, fd)) == RS_OK && fstat(fd, &st) == 0) {
-		*empty = st.st_size == 0;
 		*size = (size_t)st.st_size;
-		if (*empty && fchmod(fd, 0600) < 0)
+		if (*size == 0 && fchmod(fd, 0600) < 0)
 			rc = RS_EIO;
 	}
 	close(fd);
@@ -488,21 +488,19 @@ file_prepare(const char *path, int nocreate, int *empty, size_t *size)
 }
 
 static rs_code
-files_prepare(struct rs_exp *e, int nocreate, int *empty)
+files_prepare(struct rs_exp *e, int nocreate)
 {
 	char lock[PATH_MAX];
-	int lock_empty;
 	size_t lock_size;
 	rs_code rc;
 
 	if (snprintf(lock, sizeof lock, "%s-lock", e->path) >=
 	    (int)sizeof lock)
 		return RS_ETOOBIG;
-	if ((rc = file_prepare(e->path, nocreate, empty, &e->pre_size)) !=
-	    RS_OK)
+	if ((rc = file_prepare(e->path, nocreate, &e->pre_size)) != RS_OK)
 		return rc;
 	/* the lock file is made by whoever opens first */
-	return file_prepare(lock, 0, &lock_empty, &lock_size);
+	return file_prepare(lock, 0, &lock_size);
 }
 
 /* A file cut short would be read past its end through the map (SIGBUS),
@@ -572,81 +570,83 @@ boot_id_read(char *out, size_t len)
 
 static rs_code drop_all(struct tx *x);
 
+static const MDB_val boot_key = { .mv_size = sizeof BOOT_KEY - 1,
+    .mv_data = BOOT_KEY };
+
+/* 0 when the store's timestamps are of this boot (or the boot is not
+ * known), MDB_NOTFOUND when it names none, 1 when another; or an LMDB
+ * error. */
+static int
+boot_differs(struct rs_exp *e, MDB_txn *t, const char *boot)
+{
+	MDB_val k = boot_key, d;
+	int err;
+
+	if (boot[0] == '\0')
+		return 0;
+	if ((err = mdb_get(t, e->meta, &k, &d)) != 0)
+		return err;
+	return d.mv_size != strlen(boot) || memcmp(d.mv_data, boot,
+	    d.mv_size) != 0;
+}
+
 /* Timestamps are on the monotonic clock, which starts again at each boot:
  * the first open of a new boot drops every record, as a restarted upstream
  * controller starts with none. */
 static rs_code
-boot_check(struct tx *x)
+boot_check(struct tx *x, const char *boot)
 {
-	char boot[48];
-	MDB_val k = { .mv_size = sizeof BOOT_KEY - 1, .mv_data = BOOT_KEY };
-	MDB_val d;
-	int err;
+	MDB_val k = boot_key, d = { .mv_size = strlen(boot),
+	    .mv_data = (void *)boot };
+	int diff = boot_differs(x->e, x->t, boot);
 	rs_code rc;
 
-	boot_id_read(boot, sizeof boot);
-	if (boot[0] == '\0')
+	if (diff == 0)
 		return RS_OK;
-	err = mdb_get(x->t, x->e->meta, &k, &d);
-	if (err == 0 && d.mv_size == strlen(boot) &&
-	    memcmp(d.mv_data, boot, d.mv_size) == 0)
-		return RS_OK;
-	if (err != 0 && err != MDB_NOTFOUND)
-		return mdb_code(x->e, x, err);
-	if (err == 0 && (rc = drop_all(x)) != RS_OK)
+	if (diff != 1 && diff != MDB_NOTFOUND)
+		return mdb_code(x->e, x, diff);
+	if (diff == 1 && (rc = drop_all(x)) != RS_OK)
 		return rc;
-	d.mv_size = strlen(boot);
-	d.mv_data = boot;
 	return put(x, x->e->meta, &k, &d, 0);
 }
 
-/* The databases and the boot check in a read transaction, which waits for
- * no writer: 1 when nothing needs writing. */
 static int
-dbs_open_read(struct rs_exp *e)
+dbis_open(struct rs_exp *e, MDB_txn *t, unsigned create)
 {
-	MDB_val k = { .mv_size = sizeof BOOT_KEY - 1, .mv_data = BOOT_KEY };
-	MDB_val d;
-	MDB_txn *t;
-	char boot[48];
-	int ok;
+	int err;
 
-	if (mdb_txn_begin(e->env, NULL, MDB_RDONLY, &t) != 0)
-		return 0;
-	boot_id_read(boot, sizeof boot);
-	ok = mdb_dbi_open(t, "expect", 0, &e->expect) == 0 &&
-	    mdb_dbi_open(t, "deleting", MDB_DUPSORT, &e->deleting) == 0 &&
-	    mdb_dbi_open(t, "written", 0, &e->written) == 0 &&
-	    mdb_dbi_open(t, "meta", 0, &e->meta) == 0 &&
-	    (boot[0] == '\0' || (mdb_get(t, e->meta, &k, &d) == 0 &&
-	    d.mv_size == strlen(boot) && memcmp(d.mv_data, boot,
-	    d.mv_size) == 0));
-	/* a read transaction's commit keeps the handles it opened */
-	if (ok)
-		return mdb_txn_commit(t) == 0;
-	mdb_txn_abort(t);
-	return 0;
+	if ((err = mdb_dbi_open(t, "expect", create, &e->expect)) ||
+	    (err = mdb_dbi_open(t, "deleting", create | MDB_DUPSORT,
+	    &e->deleting)) ||
+	    (err = mdb_dbi_open(t, "written", create, &e->written)))
+		return err;
+	return mdb_dbi_open(t, "meta", create, &e->meta);
 }
 
+/* The databases, and the boot rule, in a read transaction when nothing
+ * needs writing (it waits for no writer), else in a write one. */
 static rs_code
 dbs_open(struct rs_exp *e)
 {
+	char boot[48];
 	struct tx x;
+	MDB_txn *t;
 	int err;
 	rs_code rc;
 
-	if (dbs_open_read(e))
-		return RS_OK;
+	boot_id_read(boot, sizeof boot);
+	if (txn_begin(e, MDB_RDONLY, &t) == 0) {
+		/* a read transaction's commit keeps the handles it opened */
+		if (dbis_open(e, t, 0) == 0 && boot_differs(e, t, boot) == 0)
+			return mdb_txn_commit(t) == 0 ? RS_OK : RS_EIO;
+		mdb_txn_abort(t);
+	}
 	if ((rc = tx_begin(e, &x, 0)) != RS_OK)
 		return rc;
-	if ((err = mdb_dbi_open(x.t, "expect", MDB_CREATE, &e->expect)) ||
-	    (err = mdb_dbi_open(x.t, "deleting", MDB_CREATE | MDB_DUPSORT,
-	    &e->deleting)) ||
-	    (err = mdb_dbi_open(x.t, "written", MDB_CREATE, &e->written)) ||
-	    (err = mdb_dbi_open(x.t, "meta", MDB_CREATE, &e->meta)))
+	if ((err = dbis_open(e, x.t, MDB_CREATE)) != 0)
 		rc = mdb_code(e, &x, err);
 	else
-		rc = boot_check(&x);
+		rc = boot_check(&x, boot);
 	/* opening the databases is itself a change to commit */
 	x.changed = 1;
 	return tx_end(&x, rc);
@@ -658,6 +658,7 @@ static rs_code
 env_open(struct rs_exp *e, size_t map)
 {
 	MDB_envinfo info;
+	MDB_stat st;
 	int err, dead;
 
 	if ((err = mdb_env_create(&e->env)) != 0)
@@ -687,8 +688,10 @@ env_open(struct rs_exp *e, size_t map)
 	if (mdb_reader_check(e->env, &dead) == 0 && dead > 0)
 		rs_info(1, "%s: cleared %d reader slots of dead processes",
 		    e->path, dead);
-	if (mdb_env_info(e->env, &info) == 0)
-		e->map_size = info.me_mapsize;
+	if (mdb_env_info(e->env, &info) != 0 || mdb_env_stat(e->env, &st) != 0)
+		return RS_EIO;
+	e->map_size = info.me_mapsize;
+	e->page_size = st.ms_psize;
 	return RS_OK;
 }
 
@@ -699,19 +702,15 @@ whole_check(struct rs_exp *e)
 {
 	char why[200];
 
-	if (rs_exp_check(e, why, sizeof why) == RS_EPARSE) {
-		e->damaged = 1;
-		snprintf(e->damage, sizeof e->damage, "%s", why);
-		rs_error("%s is damaged: %s (rs_exp_reset or remove it)",
-		    e->path, why);
-	}
+	if (rs_exp_check(e, why, sizeof why) == RS_EPARSE)
+		(void)damaged(e, NULL, why);
 }
 
 rs_code
 rs_exp_open(const char *path, const struct rs_exp_opts *o, struct rs_exp **out)
 {
 	struct rs_exp *e;
-	int nocreate = o && o->nocreate, empty = 1;
+	int nocreate = o && o->nocreate;
 	size_t map = o && o->map_size ? o->map_size : 0;
 	rs_code rc;
 
@@ -728,9 +727,9 @@ rs_exp_open(const char *path, const struct rs_exp_opts *o, struct rs_exp **out)
 	if (path == NULL && !nocreate &&
 	    (rc = rs_state_prepare_parent(e->path)) != RS_OK)
 		goto out;
-	if ((rc = files_prepare(e, nocreate, &empty)) != RS_OK)
+	if ((rc = files_prepare(e, nocreate)) != RS_OK)
 		goto out;
-	if (map == 0 && empty)
+	if (map == 0 && e->pre_size == 0)
 		map = RS_EXP_MAP_DEFAULT;
 	if ((rc = size_check(e)) != RS_OK)
 		goto out;
@@ -738,7 +737,7 @@ rs_exp_open(const char *path, const struct rs_exp_opts *o, struct rs_exp **out)
 		goto out;
 	if ((rc = fd_check(e)) != RS_OK)
 		goto out;
-	if ((rc = dbs_open(e)) == RS_OK && !empty)
+	if ((rc = dbs_open(e)) == RS_OK && e->pre_size > 0)
 		whole_check(e);
 out:
 	if (rc != RS_OK) {

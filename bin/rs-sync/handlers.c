@@ -272,10 +272,12 @@ read_rv_slot(struct sync *s, const char *resource)
 const char *
 sync_read_rv(const struct sync *s, const char *resource)
 {
-	if (strcmp(resource, "pods") == 0)
-		return s->synced_pods ? s->read_rv_pods : "";
-	if (strcmp(resource, s->kind->resource) == 0)
-		return s->synced_ctrls ? s->read_rv_ctrls : "";
+	const char *slot = read_rv_slot((struct sync *)s, resource);
+
+	if (slot == s->read_rv_pods && s->synced_pods)
+		return slot;
+	if (slot == s->read_rv_ctrls && s->synced_ctrls)
+		return slot;
 	return "";
 }
 

@@ -358,6 +358,27 @@ behind_writes(struct sync *s, const char *key, struct rs_exp_written *wr,
 	return 0;
 }
 
+/* The key's last line. event_at: the earliest event this sync acts on (0:
+ * none, as for a resync); sent_at: now, for rs-apply to tell how long the
+ * intents took to reach it (under --now, that time, so that a replay
+ * prints the same each run); retry: the sync was skipped, rs-apply is to
+ * report RETRY. */
+static rs_code
+end(struct sync *s, const char *key, const struct ctrl *r, double requeue,
+    double event_at, int retry)
+{
+	cJSON *in = intent_new(s, "end", key, r);
+
+	if (retry)
+		cJSON_AddBoolToObject(in, "retry", 1);
+	if (requeue > 0)
+		cJSON_AddNumberToObject(in, "requeue_after", requeue);
+	if (event_at > 0)
+		add_time(in, "event_at", event_at);
+	add_time(in, "sent_at", sync_now(s));
+	return intent_emit(s, in);
+}
+
 /* A sync skipped for a stale cache: counted under upstream's name, and
  * the key retried through rs-queue with its rate limit (rs-apply reports
  * RETRY), as upstream requeues it rate-limited. */
@@ -366,13 +387,11 @@ stale_skip(struct sync *s, const char *key, const struct behind *b,
     double event_at)
 {
 	char labels[2 * RS_EXP_RES_MAX + 32];
-	cJSON *in;
 
 	snprintf(labels, sizeof labels, "group=%s,resource=%s", b->w->group,
 	    b->w->resource);
 	rs_stagestats_add("replicaset_controller_stale_sync_skips_total",
 	    labels, 1);
-	s->stale_skips++;
 	rs_info(2, "%s: not synced: read version %s is not as new as written "
 	    "version %s for %s%s%s, retry", key, b->read, b->w->rv,
 	    b->w->resource, b->w->group[0] ? "." : "", b->w->group);
@@ -380,28 +399,7 @@ stale_skip(struct sync *s, const char *key, const struct behind *b,
 	if (event_at > 0)
 		(void)pending_note(&s->pending, key, event_at, SIZE_MAX, NULL,
 		    NULL);
-	in = intent_new(s, "end", key, cache_ctrl(&s->cache, key));
-	cJSON_AddBoolToObject(in, "retry", 1);
-	add_time(in, "sent_at", sync_now(s));
-	return intent_emit(s, in);
-}
-
-/* The key's last line. event_at: the earliest event this sync acts on (0:
- * none, as for a resync); sent_at: now, for rs-apply to tell how long the
- * intents took to reach it (under --now, that time, so that a replay
- * prints the same each run). */
-static rs_code
-end(struct sync *s, const char *key, const struct ctrl *r, double requeue,
-    double event_at)
-{
-	cJSON *in = intent_new(s, "end", key, r);
-
-	if (requeue > 0)
-		cJSON_AddNumberToObject(in, "requeue_after", requeue);
-	if (event_at > 0)
-		add_time(in, "event_at", event_at);
-	add_time(in, "sent_at", sync_now(s));
-	return intent_emit(s, in);
+	return end(s, key, cache_ctrl(&s->cache, key), 0, 0, 1);
 }
 
 static rs_code
@@ -459,7 +457,7 @@ sync_key(struct sync *s, const char *key, double event_at)
 		if (rc != RS_OK)
 			rs_warn("unable to delete expectations of %s: %s", key,
 			    rs_strerror(rc));
-		return end(s, key, NULL, 0, event_at);
+		return end(s, key, NULL, 0, event_at, 0);
 	}
 	rc = sync_ctrl(&o);
 	cJSON_Delete(o.obj);
@@ -468,7 +466,7 @@ sync_key(struct sync *s, const char *key, double event_at)
 	free(o.release.v);
 	if (rc != RS_OK)
 		return rc;
-	return end(s, key, o.r, o.requeue, event_at);
+	return end(s, key, o.r, o.requeue, event_at, 0);
 }
 
 /* The key's event time is taken out whatever the sync does: the events

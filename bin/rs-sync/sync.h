@@ -25,7 +25,7 @@ struct sync {
 	int synced_pods, synced_ctrls;
 	char read_rv_pods[RS_RV_MAX];  /* how far each stream is read: */
 	char read_rv_ctrls[RS_RV_MAX]; /* see sync_read_rv */
-	unsigned long events, bad_events, intents, syncs, stale_skips;
+	unsigned long events, bad_events, intents, syncs;
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */
