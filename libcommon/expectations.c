@@ -3,7 +3,8 @@
  * one environment:
  *  - "expect": controller key -> struct exp_val (add, del, timestamp);
  *  - "deleting": controller key -> pod keys awaiting deletion (dupsort);
- *  - "written": controller key -> struct wr_val (uid, resource versions);
+ *  - "written": controller key -> the uid and resource versions, packed
+ *    (wr_encode);
  *  - "meta": "boot_id" -> the boot the timestamps belong to.
  * Values carry a magic and a checksum: LMDB keeps the file whole through
  * crashes, the checksum catches bytes changed behind its back. */
@@ -43,10 +44,16 @@ struct exp_val {
 	uint64_t csum;
 };
 
-struct wr_val {
-	uint32_t magic, n;
-	struct rs_exp_written w;
-	uint64_t csum;
+/* The packed "written" value: magic, count, then NUL-ended strings (the
+ * uid, then group, resource and rv for each write), then the checksum of
+ * all before it. Packed, an owner with one or two writes takes about a
+ * tenth of its struct, and an LMDB page holds dozens of owners. */
+#define WR_HEAD 8
+#define WR_MAX (WR_HEAD + RS_EXP_UID_MAX + 1 + RS_EXP_WRITES_MAX * \
+    (2 * RS_EXP_RES_MAX + RS_EXP_RV_MAX + 3) + 8)
+struct wr_buf {
+	size_t len;
+	unsigned char b[WR_MAX];
 };
 
 struct rs_exp {
@@ -129,22 +136,76 @@ exp_valid(const MDB_val *d, struct exp_val *out)
 }
 
 static void
-wr_seal(struct wr_val *v)
+wr_str(struct wr_buf *v, const char *str)
 {
-	v->magic = WR_MAGIC;
-	v->n = (uint32_t)v->w.n;
-	v->csum = fnv1a(v, offsetof(struct wr_val, csum));
+	size_t n = strlen(str) + 1;
+
+	memcpy(v->b + v->len, str, n);
+	v->len += n;
+}
+
+static void
+wr_encode(const struct rs_exp_written *w, struct wr_buf *v)
+{
+	uint32_t head[2] = { WR_MAGIC, (uint32_t)w->n };
+	uint64_t csum;
+	size_t i;
+
+	memcpy(v->b, head, WR_HEAD);
+	v->len = WR_HEAD;
+	wr_str(v, w->uid);
+	for (i = 0; i < w->n; i++) {
+		wr_str(v, w->w[i].group);
+		wr_str(v, w->w[i].resource);
+		wr_str(v, w->w[i].rv);
+	}
+	csum = fnv1a(v->b, v->len);
+	memcpy(v->b + v->len, &csum, sizeof csum);
+	v->len += sizeof csum;
+}
+
+/* The next NUL-ended string of at most max bytes into dst, or 0. */
+static int
+wr_take(const unsigned char **p, const unsigned char *end, char *dst,
+    size_t max)
+{
+	const unsigned char *nul = memchr(*p, '\0', (size_t)(end - *p));
+	size_t n;
+
+	if (nul == NULL || (n = (size_t)(nul - *p)) > max)
+		return 0;
+	memcpy(dst, *p, n + 1);
+	*p = nul + 1;
+	return 1;
 }
 
 static int
-wr_valid(const MDB_val *d, struct wr_val *out)
+wr_decode(const MDB_val *d, struct rs_exp_written *out)
 {
-	if (d->mv_size != sizeof *out)
+	const unsigned char *p = d->mv_data, *end;
+	uint32_t head[2];
+	uint64_t csum;
+	size_t i;
+
+	memset(out, 0, sizeof *out);
+	if (d->mv_size < WR_HEAD + 1 + sizeof csum || d->mv_size > WR_MAX)
 		return 0;
-	memcpy(out, d->mv_data, sizeof *out);
-	return out->magic == WR_MAGIC && out->n <= RS_EXP_WRITES_MAX &&
-	    out->n == out->w.n &&
-	    out->csum == fnv1a(out, offsetof(struct wr_val, csum));
+	end = p + d->mv_size - sizeof csum;
+	memcpy(&csum, end, sizeof csum);
+	memcpy(head, p, WR_HEAD);
+	if (head[0] != WR_MAGIC || head[1] > RS_EXP_WRITES_MAX ||
+	    csum != fnv1a(p, d->mv_size - sizeof csum))
+		return 0;
+	p += WR_HEAD;
+	if (!wr_take(&p, end, out->uid, RS_EXP_UID_MAX))
+		return 0;
+	for (i = 0; i < head[1]; i++)
+		if (!wr_take(&p, end, out->w[i].group, RS_EXP_RES_MAX) ||
+		    !wr_take(&p, end, out->w[i].resource, RS_EXP_RES_MAX) ||
+		    !wr_take(&p, end, out->w[i].rv, RS_EXP_RV_MAX))
+			return 0;
+	out->n = head[1];
+	return p == end;
 }
 
 /* A key as LMDB takes it; RS_EUSAGE or RS_ETOOBIG for what no record can
@@ -1027,14 +1088,14 @@ rs_exp_written_add(struct rs_exp_written *r, const struct rs_exp_write *w)
 }
 
 static rs_code
-wr_load(struct tx *x, MDB_val *k, struct wr_val *v)
+wr_load(struct tx *x, MDB_val *k, struct rs_exp_written *v)
 {
 	MDB_val d;
 	int err = mdb_get(x->t, x->e->written, k, &d);
 
 	if (err != 0)
 		return mdb_code(x->e, x, err);
-	if (!wr_valid(&d, v))
+	if (!wr_decode(&d, v))
 		return damaged(x->e, x, "a written record fails its check");
 	return RS_OK;
 }
@@ -1043,9 +1104,10 @@ rs_code
 rs_exp_wrote(struct rs_exp *e, const char *key, const char *uid,
     const struct rs_exp_write *w, size_t n)
 {
-	struct wr_val v;
+	struct rs_exp_written v;
+	struct wr_buf b;
 	struct tx x;
-	MDB_val k, d = { .mv_size = sizeof v, .mv_data = &v };
+	MDB_val k, d;
 	size_t i;
 	rs_code rc;
 
@@ -1059,15 +1121,17 @@ rs_exp_wrote(struct rs_exp *e, const char *key, const char *uid,
 	if ((rc = tx_begin(e, &x, 0)) != RS_OK)
 		return rc;
 	rc = wr_load(&x, &k, &v);
-	if (rc == RS_ENOTFOUND || (rc == RS_OK && strcmp(v.w.uid, uid) != 0)) {
+	if (rc == RS_ENOTFOUND || (rc == RS_OK && strcmp(v.uid, uid) != 0)) {
 		memset(&v, 0, sizeof v);
-		memcpy(v.w.uid, uid, strlen(uid));
+		memcpy(v.uid, uid, strlen(uid));
 		rc = RS_OK;
 	}
 	for (i = 0; rc == RS_OK && i < n; i++)
-		rc = rs_exp_written_add(&v.w, &w[i]);
+		rc = rs_exp_written_add(&v, &w[i]);
 	if (rc == RS_OK) {
-		wr_seal(&v);
+		wr_encode(&v, &b);
+		d.mv_size = b.len;
+		d.mv_data = b.b;
 		rc = put(&x, e->written, &k, &d, 0);
 	}
 	return tx_end(&x, rc);
@@ -1076,7 +1140,6 @@ rs_exp_wrote(struct rs_exp *e, const char *key, const char *uid,
 rs_code
 rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 {
-	struct wr_val v;
 	struct tx x;
 	MDB_val k;
 	rs_code rc;
@@ -1086,8 +1149,8 @@ rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 		return rc;
 	if ((rc = tx_begin(e, &x, MDB_RDONLY)) != RS_OK)
 		return rc;
-	if ((rc = wr_load(&x, &k, &v)) == RS_OK)
-		*out = v.w;
+	if ((rc = wr_load(&x, &k, out)) != RS_OK)
+		memset(out, 0, sizeof *out);
 	reader_end(&x);
 	return rc;
 }
@@ -1095,7 +1158,7 @@ rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 static rs_code
 clear_written_once(struct rs_exp *e, const char *key, const char *uid)
 {
-	struct wr_val v;
+	struct rs_exp_written v;
 	struct tx x;
 	MDB_val k;
 	rs_code rc;
@@ -1107,7 +1170,7 @@ clear_written_once(struct rs_exp *e, const char *key, const char *uid)
 	rc = wr_load(&x, &k, &v);
 	/* a damaged record is dropped whatever its uid */
 	if (rc == RS_EPARSE || (rc == RS_OK && (uid == NULL ||
-	    uid[0] == '\0' || strcmp(v.w.uid, uid) == 0))) {
+	    uid[0] == '\0' || strcmp(v.uid, uid) == 0))) {
 		x.note[0] = '\0';
 		rc = del(&x, e->written, &k, NULL);
 	}
@@ -1487,11 +1550,11 @@ static rs_code
 chk_written(struct chk *c, MDB_val *k, MDB_val *d)
 {
 	char key[RS_EXP_KEY_MAX + 1];
-	struct wr_val v;
+	struct rs_exp_written v;
 
 	if (!key_copy(k, key))
 		return chk_fail(c, "a key of written is malformed");
-	if (!wr_valid(d, &v))
+	if (!wr_decode(d, &v))
 		return chk_fail(c, "the written record of %s fails its check",
 		    key);
 	return RS_OK;
