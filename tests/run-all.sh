@@ -2,7 +2,8 @@
 # run-all.sh [unit|shell] [SUITE...]: the test command behind `make test`.
 # Unit tests: every build/unit/* (cmocka). Shell tests: every tests/shell/*.sh
 # (shunit2). One test cluster (etcd + kube-apiserver) is started for all shell
-# suites and always stopped at the end, even when a suite fails.
+# suites and always stopped at the end, even when a suite fails. Suites that
+# say "# run-all: no cluster" run beside the others.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -32,32 +33,68 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
   done
 fi
 
+# report SUITE LOG RC SECONDS: a finished suite into the totals.
+report() {
+  before=$failed
+  count_shunit "$2"
+  if [ "$3" -ne 0 ] && [ $failed -eq $before ]; then failed=$((failed + 1)); fi
+  if [ $failed -ne $before ]; then
+    failures="$failures shell/$1"; cat "$2"
+  else
+    grep -E '^(Ran|OK)' "$2" | tail -2 | sed 's/^/  /'
+  fi
+  echo "shell $1: done in $4 s${5:-}"
+}
+
+# run_suite FILE LOG: runs one suite; its status and seconds in LOG.rc.
+run_suite() {
+  _t=$(date +%s)
+  bash "$1" >"$2" 2>&1
+  echo "$? $(( $(date +%s) - _t ))" >"$2.rc"
+}
+
 if [ "$what" = all ] || [ "$what" = shell ]; then
   suites=${*:-$(ls tests/shell/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
   if [ -n "$suites" ]; then
+    logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX) aside=
     export RS_TEST_CLUSTER=$(mktemp -d /tmp/rs-test-cluster.XXXXXX)
-    trap 'tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf "$RS_TEST_CLUSTER"' EXIT INT TERM
-    tests/env/cluster up "$RS_TEST_CLUSTER" --owner $$ || { echo "run-all: fatal: unable to start the test cluster" >&2; exit 111; }
-    export KUBECONFIG="$RS_TEST_CLUSTER/kubeconfig"
-    export K8S_BIN=$(tests/env/build --print-dir)
-    export PATH="$K8S_BIN:$PATH"
+    trap 'kill $aside 2>/dev/null; tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf "$RS_TEST_CLUSTER" "$logs"' EXIT INT TERM
+    # Suites marked "# run-all: no cluster" need no test cluster: they run
+    # one after another beside the cluster suites, which mostly wait on
+    # the apiserver, rather than after them.
+    clustered= alone=
     for s in $suites; do
       case $s in */*) ;; *) s=tests/shell/$s ;; esac
       [ -f "$s" ] || s=$s.sh
-      log=$(mktemp)
-      start=$(date +%s)
-      echo "shell $(basename "$s" .sh): running..."
-      bash "$s" >"$log" 2>&1; rc=$?
-      before=$failed
-      count_shunit "$log"
-      if [ $rc -ne 0 ] && [ $failed -eq $before ]; then failed=$((failed + 1)); fi
-      if [ $failed -ne $before ]; then
-        failures="$failures shell/$(basename "$s" .sh)"; cat "$log"
-      else
-        grep -E '^(Ran|OK)' "$log" | tail -2 | sed 's/^/  /'
-      fi
-      echo "shell $(basename "$s" .sh): done in $(( $(date +%s) - start )) s"
-      rm -f "$log"
+      if grep -q '^# run-all: no cluster' "$s"; then alone="$alone $s"
+      else clustered="$clustered $s"; fi
+    done
+    if [ -n "$alone" ]; then
+      ( unset KUBECONFIG
+        for s in $alone; do run_suite "$s" "$logs/$(basename "$s" .sh)"; done ) &
+      aside=$!
+      echo "shell:$(for s in $alone; do printf ' %s' "$(basename "$s" .sh)"; done): running beside the others"
+    fi
+    if [ -n "$clustered" ]; then
+      tests/env/cluster up "$RS_TEST_CLUSTER" --owner $$ || { echo "run-all: fatal: unable to start the test cluster" >&2; exit 111; }
+      export KUBECONFIG="$RS_TEST_CLUSTER/kubeconfig"
+      export K8S_BIN=$(tests/env/build --print-dir)
+      export PATH="$K8S_BIN:$PATH"
+    fi
+    for s in $clustered; do
+      n=$(basename "$s" .sh)
+      echo "shell $n: running..."
+      run_suite "$s" "$logs/$n"
+      read -r rc secs <"$logs/$n.rc"
+      report "$n" "$logs/$n" "$rc" "$secs"
+    done
+    [ -n "$aside" ] && wait "$aside"
+    aside=
+    for s in $alone; do
+      n=$(basename "$s" .sh)
+      rc=1 secs=0
+      [ -f "$logs/$n.rc" ] && read -r rc secs <"$logs/$n.rc"
+      report "$n" "$logs/$n" "$rc" "$secs" " (beside the cluster suites)"
     done
   fi
 fi

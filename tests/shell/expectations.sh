@@ -1,4 +1,5 @@
 # expectations.sh: the expectations file shared by processes (no cluster).
+# run-all: no cluster
 # Two processes updating one file at once must add up exactly; a process
 # killed with SIGKILL in the middle of updates, again and again, must
 # neither wedge the other nor leave the file inconsistent.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: no cluster
 # Fuzz smoke: every fuzz target (tests/fuzz/: the event decoder, the intent
 # decoder, the queue protocol parser, the selector parser, the kubeconfig
 # loader, the JSON scanner with rs-watch's rendering) builds with libFuzzer,

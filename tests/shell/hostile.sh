@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: no cluster
 # Hostile input to every reader: malformed, truncated, oversized (1 GiB,
 # streamed, never stored), deeply nested and invalid UTF-8 lines into
 # rs-sync and rs-apply; garbage, a 10 MB line, half-closed, flooding and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: no cluster
 # Replay tests of rs-sync's decisions, no cluster needed: every folder of
 # tests/replay/cases is one shunit2 test. rs-sync --once replays the case's
 # events.ndjson with the case's args; the intents must pass the invariants

@@ -3,7 +3,9 @@
 # apiserver. Each stage in turn (rs-watch, rs-sync, rs-apply, rs-queue) is
 # SIGKILLed at a random moment while a ReplicaSet scales up to 300: s6 must
 # bring the controller back so that it ends with exactly 300 pods, never
-# created one beyond that, and never stalled for more than 10 s. A killed
+# created one beyond that, and never stalled for more than 10 s (rs-apply at
+# 50 writes a second rather than its default 20, so that each scale-up
+# takes 6 s, not 15, and a kill still lands in the middle of it). A killed
 # stage must not leave the rest of its pipeline running. At the end
 # s6-svscanctl -t must leave no process behind.
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +18,7 @@ SVSCAN=
 
 oneTimeSetUp() {
   need_cluster || return 0
-  RS_APPLY_FLAGS="-v 2" RS_SYNC_FLAGS="-v 2" \
+  RS_APPLY_FLAGS="-v 2 --kube-api-qps 50 --kube-api-burst 50" RS_SYNC_FLAGS="-v 2" \
     "$top/service/rs-svscan" --state-dir "$CTL" --no-metrics "$SCAN" \
     >"$TMP/svscan.log" 2>&1 &
   SVSCAN=$!
