@@ -446,28 +446,35 @@ wrote(struct tx *x)
 		exp_hook(++x->writes);
 }
 
+/* What an LMDB call answered: a change counts as written. */
+static rs_code
+answer(struct tx *x, int err, int change)
+{
+	if (err != 0)
+		return mdb_code(x->e, x, err);
+	if (change)
+		wrote(x);
+	return RS_OK;
+}
+
 static rs_code
 put(struct tx *x, MDB_dbi db, MDB_val *k, MDB_val *d, unsigned flags)
 {
 	int err = mdb_put(x->t, db, k, d, flags);
 
-	if (err == MDB_KEYEXIST)
-		return RS_EAGAIN;
-	if (err != 0)
-		return mdb_code(x->e, x, err);
-	wrote(x);
-	return RS_OK;
+	return err == MDB_KEYEXIST ? RS_EAGAIN : answer(x, err, 1);
 }
 
 static rs_code
 del(struct tx *x, MDB_dbi db, MDB_val *k, MDB_val *d)
 {
-	int err = mdb_del(x->t, db, k, d);
+	return answer(x, mdb_del(x->t, db, k, d), 1);
+}
 
-	if (err != 0)
-		return mdb_code(x->e, x, err);
-	wrote(x);
-	return RS_OK;
+static rs_code
+get(struct tx *x, MDB_dbi db, MDB_val *k, MDB_val *d)
+{
+	return answer(x, mdb_get(x->t, db, k, d), 0);
 }
 
 /* key's record: RS_OK, RS_ENOTFOUND, or RS_EPARSE when damaged. */
@@ -475,13 +482,11 @@ static rs_code
 exp_load(struct tx *x, MDB_val *k, struct exp_val *v)
 {
 	MDB_val d;
-	int err = mdb_get(x->t, x->e->expect, k, &d);
+	rs_code rc = get(x, x->e->expect, k, &d);
 
-	if (err != 0)
-		return mdb_code(x->e, x, err);
-	if (!exp_valid(&d, v))
-		return damaged(x->e, x, "a record fails its check");
-	return RS_OK;
+	if (rc == RS_OK && !exp_valid(&d, v))
+		rc = damaged(x->e, x, "a record fails its check");
+	return rc;
 }
 
 static rs_code
@@ -1091,13 +1096,11 @@ static rs_code
 wr_load(struct tx *x, MDB_val *k, struct rs_exp_written *v)
 {
 	MDB_val d;
-	int err = mdb_get(x->t, x->e->written, k, &d);
+	rs_code rc = get(x, x->e->written, k, &d);
 
-	if (err != 0)
-		return mdb_code(x->e, x, err);
-	if (!wr_decode(&d, v))
-		return damaged(x->e, x, "a written record fails its check");
-	return RS_OK;
+	if (rc == RS_OK && !wr_decode(&d, v))
+		rc = damaged(x->e, x, "a written record fails its check");
+	return rc;
 }
 
 rs_code
@@ -1516,18 +1519,45 @@ chk_walk(struct chk *c, MDB_dbi db, const char *name,
 	return rc;
 }
 
+static int
+exp_ok(const MDB_val *d)
+{
+	struct exp_val v;
+
+	return exp_valid(d, &v);
+}
+
+static int
+wr_ok(const MDB_val *d)
+{
+	struct rs_exp_written v;
+
+	return wr_decode(d, &v);
+}
+
+/* One value of db, which ok checks; what says "the [what ]record". */
+static rs_code
+chk_value(struct chk *c, MDB_val *k, MDB_val *d, const char *db,
+    const char *what, int (*ok)(const MDB_val *))
+{
+	char key[RS_EXP_KEY_MAX + 1];
+
+	if (!key_copy(k, key))
+		return chk_fail(c, "a key of %s is malformed", db);
+	if (!ok(d))
+		return chk_fail(c, "the %srecord of %s fails its check", what,
+		    key);
+	return RS_OK;
+}
+
 static rs_code
 chk_record(struct chk *c, MDB_val *k, MDB_val *d)
 {
-	char key[RS_EXP_KEY_MAX + 1];
-	struct exp_val v;
+	rs_code rc = chk_value(c, k, d, "expect", "", exp_ok);
 
-	if (!key_copy(k, key))
-		return chk_fail(c, "a key of expect is malformed");
-	if (!exp_valid(d, &v))
-		return chk_fail(c, "the record of %s fails its check", key);
-	c->records++;
-	return RS_OK;
+	if (rc == RS_OK)
+		c->records++;
+	return rc;
 }
 
 /* A set exists only beside its record: expect_deletions writes both in
@@ -1549,15 +1579,7 @@ chk_pod(struct chk *c, MDB_val *k, MDB_val *d)
 static rs_code
 chk_written(struct chk *c, MDB_val *k, MDB_val *d)
 {
-	char key[RS_EXP_KEY_MAX + 1];
-	struct rs_exp_written v;
-
-	if (!key_copy(k, key))
-		return chk_fail(c, "a key of written is malformed");
-	if (!wr_decode(d, &v))
-		return chk_fail(c, "the written record of %s fails its check",
-		    key);
-	return RS_OK;
+	return chk_value(c, k, d, "written", "written ", wr_ok);
 }
 
 rs_code

@@ -1,6 +1,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -22,12 +23,36 @@ utf8_check(const unsigned char *p, size_t len)
 	return len;
 }
 
+/* cJSON answers NULL alike for bad text and for a failed allocation: its
+ * allocations are counted, so that a parse can tell them apart. */
+static _Thread_local unsigned long json_alloc_failures;
+
+static void *
+json_malloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (p == NULL)
+		json_alloc_failures++;
+	return p;
+}
+
+__attribute__((constructor)) static void
+json_hooks(void)
+{
+	cJSON_Hooks h = { .malloc_fn = json_malloc, .free_fn = free };
+
+	cJSON_InitHooks(&h);
+}
+
 rs_code
 rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where)
 {
 	const char *end = NULL;
 	size_t bad;
 	cJSON *o;
+
+	unsigned long failures = json_alloc_failures;
 
 	*out = NULL;
 	if ((bad = utf8_check((const unsigned char *)buf, len)) != len) {
@@ -36,6 +61,8 @@ rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where)
 		return RS_EPARSE;
 	}
 	o = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
+	if (o == NULL && json_alloc_failures != failures)
+		return RS_ENOMEM;
 	if (o == NULL) {
 		const char *e = cJSON_GetErrorPtr();
 

@@ -21,7 +21,7 @@
 
 /* Parses exactly buf[0..len); nesting beyond cJSON's limit (1000) and
  * trailing garbage are errors. On RS_EPARSE, *where (if not NULL) is the
- * byte offset of the error. */
+ * byte offset of the error; RS_ENOMEM when an allocation failed. */
 rs_code rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where);
 
 /* Walks object keys; the path ends with NULL. NULL if any step is missing. */

@@ -199,7 +199,8 @@ event_pod(struct sync *s, const char *type, const cJSON *obj, int unknown)
 		return RS_OK;
 	}
 	if ((rc = pod_decode(obj, &p, why, sizeof why)) != RS_OK) {
-		rs_warn("event %lu: pod skipped: %s", s->events, why);
+		if (rc != RS_ENOMEM)    /* handle_event says that one */
+			rs_warn("event %lu: pod skipped: %s", s->events, why);
 		return rc;
 	}
 	if ((rc = cache_put_pod(&s->cache, p, &old)) != RS_OK) {
@@ -240,7 +241,9 @@ event_ctrl(struct sync *s, const char *type, cJSON *take)
 		return RS_OK;
 	}
 	if ((rc = ctrl_decode(s->kind, take, &r, why, sizeof why)) != RS_OK) {
-		rs_warn("event %lu: %s skipped: %s", s->events, s->kind->kind, why);
+		if (rc != RS_ENOMEM)
+			rs_warn("event %lu: %s skipped: %s", s->events,
+			    s->kind->kind, why);
 		return rc;
 	}
 	if (r->sel == NULL)
@@ -348,8 +351,9 @@ handle_event(struct sync *s, const char *line, size_t len)
 	s->events++;
 	s->event_at = 0;
 	if ((rc = rs_json_parse(line, len, &ev, &where)) != RS_OK) {
-		rs_warn("event %lu: malformed JSON at byte %zu, skipped", s->events,
-		    where);
+		if (rc != RS_ENOMEM)
+			rs_warn("event %lu: malformed JSON at byte %zu, skipped",
+			    s->events, where);
 		goto bad;
 	}
 	if ((s->event_at = event_at(ev)) > 0)
@@ -410,6 +414,12 @@ out:
 	cJSON_Delete(ev);
 	return RS_OK;
 bad:
+	/* an object the cache could not take would be missing from every
+	 * decision: better no controller (the supervisor starts it again,
+	 * and it relists) than one that creates what exists */
+	if (rc == RS_ENOMEM)
+		rs_fatal(111, "unable to keep event %lu in the cache: %s",
+		    s->events, rs_strerror(rc));
 	s->event_at = 0;
 	s->ref_managers = NULL;
 	s->bad_events++;

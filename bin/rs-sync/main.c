@@ -180,8 +180,13 @@ read_events(struct sync *s, struct rs_line_reader *in, int max)
 		if (rc == RS_EEOF)
 			return RS_EEOF;
 		if (rc == RS_ETOOBIG) {
-			rs_warn("event line %lu longer than %zu bytes, skipped",
-			    in->lineno, in->max);
+			/* not fatal: garbage must not stop the controller,
+			 * and no real object comes near the default */
+			s->events++;
+			s->bad_events++;
+			rs_warn("event line %lu longer than %zu bytes "
+			    "(--max-line), skipped: an object that long is "
+			    "missing from the cache", in->lineno, in->max);
 			continue;
 		}
 		if (len > 0)

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "event.h"
+#include "log.h"
 #include "out.h"
 
 /* A line that does not fit this is surely not an object we can use. */
@@ -600,6 +601,14 @@ event_emit(struct linebuf *b, const char *type, const char *resource,
 	puts0(b, ",\"object\":");
 	put_object(b, t);
 	put(b, "}", 1);
+	/* a line the next stage skips would be an object missing from its
+	 * cache: better to stop, loudly */
+	if (b->max && b->len > b->max) {
+		rs_error("a %s event of %zu bytes is longer than --max-line "
+		    "(%zu bytes): raise it here and in rs-sync", resource,
+		    b->len, b->max);
+		return RS_ETOOBIG;
+	}
 	out_line(b->p, b->len, flush);
 	return RS_OK;
 }

@@ -39,6 +39,7 @@
 struct linebuf {
 	char *p;
 	size_t cap, len;
+	size_t max;     /* longest line printed (--max-line); 0: no limit */
 };
 
 void linebuf_free(struct linebuf *b);

@@ -15,6 +15,7 @@
 #include "kube.h"
 #include "clientflags.h"
 #include "kubeconfig.h"
+#include "line.h"
 #include "flag.h"
 #include "log.h"
 #include "stagestats.h"
@@ -48,6 +49,8 @@ USAGE
 "      --field-selector SEL field selector\n"
 "      --page-size N        objects per list page (default 500; 0: one page)\n"
 "      --no-trim            keep metadata.managedFields\n"
+"      --max-line BYTES     longest event line printed (default 16 MiB, as\n"
+"                           rs-sync reads); a longer object stops rs-watch\n"
 "      --watch-timeout DUR  shortest server-side watch timeout; each watch\n"
 "                           asks for DUR*(1+rand) (default 5m)\n"
 "      --backoff-initial DUR  first wait after a failure (default 800ms)\n"
@@ -75,7 +78,7 @@ USAGE
 
 enum {
 	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
-	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH,
+	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH, OPT_MAXLINE,
 };
 
 static const struct option own_opts[] = {
@@ -89,6 +92,7 @@ static const struct option own_opts[] = {
 	{ "backoff-max", required_argument, NULL, OPT_BO_MAX },
 	{ "backoff-reset", required_argument, NULL, OPT_BO_RESET },
 	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "max-line", required_argument, NULL, OPT_MAXLINE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -144,6 +148,10 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_PAGE:
 			f->wo.page_size = rs_flag_long(optarg, 0, 1000000000L,
 			    "--page-size");
+			break;
+		case OPT_MAXLINE:
+			f->wo.max_line = (size_t)rs_flag_long(optarg, 1024,
+			    1L << 40, "--max-line");
 			break;
 		case OPT_NOTRIM: f->wo.trim = 0; break;
 		case OPT_WTIMEOUT:
@@ -256,7 +264,8 @@ main(int argc, char **argv)
 	struct flags f = {
 		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
 		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
-		    .bo_reset = 120000000000LL, .batch_ms = 0 },
+		    .bo_reset = 120000000000LL, .batch_ms = 0,
+		    .max_line = RS_LINE_MAX_DEFAULT },
 		.cf.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
 		    .user_agent = "rs-watch/0.1" },
 	};

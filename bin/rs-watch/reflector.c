@@ -21,6 +21,7 @@ reflector_init(struct reflector *r, const struct watch_opts *o,
 	seen_init(&r->seen);
 	backoff_init(&r->bo, o->bo_initial, o->bo_max, o->bo_reset);
 	atomic_init(&r->hup, 0);
+	r->buf.max = o->max_line;
 	if ((r->path = resource_path(res, o->ns)) == NULL)
 		return RS_ENOMEM;
 	return RS_OK;

@@ -38,6 +38,7 @@ struct watch_opts {
 	                                    this times (1 + rand) */
 	int64_t bo_initial, bo_max, bo_reset;   /* nanoseconds */
 	long batch_ms;                   /* watch events gathered per write */
+	size_t max_line;                 /* longest event line printed */
 };
 
 /* A list in progress; it survives failed pages, which are retried. */

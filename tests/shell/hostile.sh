@@ -100,6 +100,35 @@ test_sync_oversized_gib_line() {
   assertTrue "the long line reported" "grep -q 'longer than' '$TMP/err'"
 }
 
+# many_pods N: N pod events of ns, labels app=web.
+many_pods() {
+  awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "{\"type\":\"ADDED\",\"resource\":\"pods\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%d\",\"namespace\":\"ns\",\"uid\":\"u-%d\",\"resourceVersion\":\"%d\",\"labels\":{\"app\":\"web\",\"n\":\"x%d\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]},\"status\":{\"phase\":\"Running\"}}}\n", i, i, i + 300, i }'
+}
+
+# A cache that cannot take an object would decide without it (a pod not
+# seen is a pod created again): out of memory, rs-sync says so and exits
+# 111, for its supervisor to start it again, and it never crashes.
+test_sync_out_of_memory_exits_clearly() {
+  case $RS_BIN in *asan*) echo "skipped: a sanitizer build reserves more address space than any limit"; startSkipping; return ;; esac
+  command -v prlimit >/dev/null || { echo "skipped: no prlimit"; startSkipping; return; }
+  # the limit: what an idle rs-sync maps (the expectations map included),
+  # plus 32 MiB; 200,000 cached pods need twice that
+  sleep 2 | rs-sync --once ns/web --now "$NOW" >/dev/null 2>&1 &
+  wait_for 5 pgrep -n -x rs-sync >/dev/null
+  vm=$(awk '/^VmSize:/ { print $2 }' "/proc/$(pgrep -n -x rs-sync)/status")
+  wait
+  assertTrue "an idle rs-sync's address space (${vm:-?} kB)" "[ -n '$vm' ]"
+  { good_events; many_pods 200000; } |
+    prlimit --as=$(( (vm + 32768) * 1024 )) rs-sync --once ns/web --now "$NOW" -v 1 >"$TMP/out" 2>"$TMP/err"
+  echo $? >"$TMP/rc"
+  not_crashed "out of memory"
+  assertEquals "exit status" 111 "$(cat "$TMP/rc")"
+  assertTrue "says why: $(tail -c 300 "$TMP/err")" \
+    "grep -qE '^rs-sync: fatal: unable to keep event [0-9]+ in the cache: out of memory$' '$TMP/err'"
+  assertFalse "no decision made" "[ -s '$TMP/out' ]"
+  assertEquals "no other warning or error" "" "$(grep -vE '^I[0-9]|: fatal: ' "$TMP/err")"
+}
+
 test_sync_deep_nesting() {
   { head -c 100000 /dev/zero | tr '\0' '['; printf '\n'
     for _ in $(seq 1 2000); do printf '{"a":'; done; printf '\n'

@@ -498,6 +498,38 @@ test_forbidden_is_retried() {
   assertEquals "f1" "f1" "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT")"
 }
 
+# An object longer than --max-line is never printed, which would leave the
+# next stage (rs-sync reads 16 MiB lines by default too) to skip it: rs-watch
+# says so and exits 111, from the watch and from the list alike.
+test_object_longer_than_max_line_stops() {
+  need_cluster || return
+  ns=$(new_ns wmax)
+  pod "$ns" small
+  rs_bg rs-watch --max-line 100000 -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  head -c 150000 /dev/zero | tr '\0' x >"$TMP/big"
+  jq -n --arg ns "$ns" --rawfile v "$TMP/big" '{apiVersion: "v1", kind: "Pod",
+      metadata: {name: "big", namespace: $ns, annotations: {big: $v}},
+      spec: {containers: [{name: "c", image: "example.invalid/none"}]}}' |
+    kubectl create -f - >/dev/null
+  assertTrue "the big pod exists" "kubectl -n $ns get pod big"
+  wait_for 20 sh -c "! kill -0 $w 2>/dev/null"
+  wait "$w"; rc=$?
+  assertEquals "exit status after a long watch event" 111 "$rc"
+  assertTrue "says why: $(tail -2 "$OUT.log")" \
+    "grep -q 'a pods event of [0-9]* bytes is longer than --max-line (100000 bytes)' '$OUT.log'"
+  assertEquals "no line over the limit printed" 0 "$(awk 'length > 100000' "$OUT" | wc -l)"
+  assertTrue "the small pod was printed" "grep -q '\"name\":\"small\"' '$OUT'"
+
+  timeout 20 rs-watch --max-line 100000 -n "$ns" pods >"$OUT.2" 2>"$OUT.2.log"
+  assertEquals "exit status after a long listed object" 111 $?
+  assertTrue "says why (list)" "grep -q 'longer than --max-line' '$OUT.2.log'"
+  assertFalse "not synced" "synced_n $OUT.2 1"
+  timeout 10 rs-watch -n "$ns" pods 2>/dev/null | head -3 >"$OUT.3"
+  assertTrue "the default takes it" "grep -q '\"name\":\"big\"' '$OUT.3'"
+}
+
 test_usage_errors_exit_100() {
   rs-watch --bogus pods >/dev/null 2>"$OUT.err"
   assertEquals "bad flag" 100 $?
