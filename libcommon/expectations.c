@@ -55,6 +55,12 @@ struct wr_buf {
 	size_t len;
 	unsigned char b[WR_MAX];
 };
+/* The size of a value of the earlier fixed format (a struct), which no
+ * packed value reaches: such a record, left in a file on tmpfs across an
+ * upgrade, reads as absent, as the start-up reset would make it, not as
+ * damage that would stop a process that opened the file first. */
+#define WR_LEGACY 856
+_Static_assert(WR_MAX < WR_LEGACY, "a packed value never has the legacy size");
 
 struct rs_exp {
 	MDB_env *env;
@@ -1098,6 +1104,8 @@ wr_load(struct tx *x, MDB_val *k, struct rs_exp_written *v)
 	MDB_val d;
 	rs_code rc = get(x, x->e->written, k, &d);
 
+	if (rc == RS_OK && d.mv_size == WR_LEGACY)
+		return RS_ENOTFOUND;
 	if (rc == RS_OK && !wr_decode(&d, v))
 		rc = damaged(x->e, x, "a written record fails its check");
 	return rc;
@@ -1532,7 +1540,7 @@ wr_ok(const MDB_val *d)
 {
 	struct rs_exp_written v;
 
-	return wr_decode(d, &v);
+	return d->mv_size == WR_LEGACY || wr_decode(d, &v);
 }
 
 /* One value of db, which ok checks; what says "the [what ]record". */

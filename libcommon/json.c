@@ -61,8 +61,11 @@ rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where)
 		return RS_EPARSE;
 	}
 	o = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-	if (o == NULL && json_alloc_failures != failures)
+	if (o == NULL && json_alloc_failures != failures) {
+		if (where)
+			*where = 0;
 		return RS_ENOMEM;
+	}
 	if (o == NULL) {
 		const char *e = cJSON_GetErrorPtr();
 

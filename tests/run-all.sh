@@ -58,7 +58,8 @@ if [ "$what" = all ] || [ "$what" = shell ]; then
   if [ -n "$suites" ]; then
     logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX) aside=
     export RS_TEST_CLUSTER=$(mktemp -d /tmp/rs-test-cluster.XXXXXX)
-    trap 'kill $aside 2>/dev/null; tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf "$RS_TEST_CLUSTER" "$logs"' EXIT INT TERM
+    # (the suite the side chain runs is stopped with it)
+    trap '[ -n "$aside" ] && { pkill -TERM -P "$aside"; kill "$aside"; } 2>/dev/null; tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf "$RS_TEST_CLUSTER" "$logs"' EXIT INT TERM
     # Suites marked "# run-all: no cluster" need no test cluster: they run
     # one after another beside the cluster suites, which mostly wait on
     # the apiserver, rather than after them.

@@ -113,9 +113,10 @@ test_sync_out_of_memory_exits_clearly() {
   command -v prlimit >/dev/null || { echo "skipped: no prlimit"; startSkipping; return; }
   # the limit: what an idle rs-sync maps (the expectations map included),
   # plus 32 MiB; 200,000 cached pods need twice that
-  sleep 2 | rs-sync --once ns/web --now "$NOW" >/dev/null 2>&1 &
-  wait_for 5 pgrep -n -x rs-sync >/dev/null
-  vm=$(awk '/^VmSize:/ { print $2 }' "/proc/$(pgrep -n -x rs-sync)/status")
+  sleep 3 | rs-sync --once ns/web --now "$NOW" >/dev/null 2>&1 &
+  pid=$!
+  wait_for 5 grep -q '/expectations$' "/proc/$pid/maps"
+  vm=$(awk '/^VmSize:/ { print $2 }' "/proc/$pid/status")
   wait
   assertTrue "an idle rs-sync's address space (${vm:-?} kB)" "[ -n '$vm' ]"
   { good_events; many_pods 200000; } |

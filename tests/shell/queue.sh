@@ -1,5 +1,5 @@
-# queue.sh: rs-queue over its socket. Needs no cluster: a server per test
 # run-all: no cluster
+# queue.sh: rs-queue over its socket. Needs no cluster: a server per test
 # on the suite's own state directory, clients as people and scripts use
 # them (rs-queue add/get/done/...), raw protocol through `rs-queue talk`.
 . "$(dirname "$0")/lib.sh"

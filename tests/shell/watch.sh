@@ -515,6 +515,7 @@ test_object_longer_than_max_line_stops() {
     kubectl create -f - >/dev/null
   assertTrue "the big pod exists" "kubectl -n $ns get pod big"
   wait_for 20 sh -c "! kill -0 $w 2>/dev/null"
+  kill "$w" 2>/dev/null   # still running: the test fails, it does not hang
   wait "$w"; rc=$?
   assertEquals "exit status after a long watch event" 111 "$rc"
   assertTrue "says why: $(tail -2 "$OUT.log")" \

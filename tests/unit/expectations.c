@@ -1573,6 +1573,46 @@ test_bad_body(void **state)
 	rs_exp_close(e);
 }
 
+/* A written record of the earlier fixed format (856 bytes), left in a file
+ * across an upgrade: absent to every reader, not damage, and replaced by
+ * the next write. */
+static void
+test_legacy_written(void **state)
+{
+	struct rs_exp *e;
+	struct rs_exp_written wr;
+	struct rs_exp_write w = { .resource = "pods", .rv = "7" };
+	unsigned char old[856] = { 0x52, 0x57, 0x53, 0x52 };   /* "RSWR" */
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_dbi dbi;
+	MDB_val k = { 6, "ns/old" }, d = { sizeof old, old };
+
+	(void)state;
+	e = reopen();
+	rs_exp_close(e);
+	assert_int_equal(mdb_env_create(&env), 0);
+	assert_int_equal(mdb_env_set_maxdbs(env, 4), 0);
+	assert_int_equal(mdb_env_open(env, path, MDB_NOSUBDIR | MDB_WRITEMAP,
+	    0600), 0);
+	assert_int_equal(mdb_txn_begin(env, NULL, 0, &t), 0);
+	assert_int_equal(mdb_dbi_open(t, "written", 0, &dbi), 0);
+	assert_int_equal(mdb_put(t, dbi, &k, &d, 0), 0);
+	assert_int_equal(mdb_txn_commit(t), 0);
+	mdb_env_close(env);
+	capture_begin();
+	e = reopen();
+	assert_string_equal(capture_end(), "");
+	assert_int_equal(rs_exp_check(e, NULL, 0), RS_OK);
+	assert_int_equal(rs_exp_written(e, "ns/old", &wr), RS_ENOTFOUND);
+	assert_int_equal(rs_exp_wrote(e, "ns/old", "u1", &w, 1), RS_OK);
+	assert_int_equal(rs_exp_written(e, "ns/old", &wr), RS_OK);
+	assert_int_equal(wr.n, 1);
+	assert_string_equal(wr.w[0].rv, "7");
+	assert_consistent(e);
+	rs_exp_close(e);
+}
+
 /* The live values of db, with their offsets in the file, as LMDB itself
  * finds them (old copies in freed pages are not live). A leaf page's
  * header starts with its page number. */
@@ -2230,6 +2270,7 @@ main(void)
 		cmocka_unit_test_setup(test_bad_header, setup),
 		cmocka_unit_test_setup(test_bad_body, setup),
 		cmocka_unit_test_setup(test_fuzz, setup),
+		cmocka_unit_test_setup(test_legacy_written, setup),
 		cmocka_unit_test_setup(test_reboot, setup),
 		cmocka_unit_test_setup(test_reboot_unknown, setup),
 		cmocka_unit_test_setup(test_next_and_json, setup),
