@@ -1,7 +1,7 @@
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -23,28 +23,6 @@ utf8_check(const unsigned char *p, size_t len)
 	return len;
 }
 
-/* cJSON answers NULL alike for bad text and for a failed allocation: its
- * allocations are counted, so that a parse can tell them apart. */
-static _Thread_local unsigned long json_alloc_failures;
-
-static void *
-json_malloc(size_t n)
-{
-	void *p = malloc(n);
-
-	if (p == NULL)
-		json_alloc_failures++;
-	return p;
-}
-
-__attribute__((constructor)) static void
-json_hooks(void)
-{
-	cJSON_Hooks h = { .malloc_fn = json_malloc, .free_fn = free };
-
-	cJSON_InitHooks(&h);
-}
-
 rs_code
 rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where)
 {
@@ -52,16 +30,18 @@ rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where)
 	size_t bad;
 	cJSON *o;
 
-	unsigned long failures = json_alloc_failures;
-
 	*out = NULL;
 	if ((bad = utf8_check((const unsigned char *)buf, len)) != len) {
 		if (where)
 			*where = bad;
 		return RS_EPARSE;
 	}
+	/* cJSON answers NULL alike for bad text and for a failed allocation;
+	 * only the latter leaves ENOMEM (malloc's), and cJSON's hooks stay
+	 * malloc's own, so that its printing keeps using realloc */
+	errno = 0;
 	o = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-	if (o == NULL && json_alloc_failures != failures) {
+	if (o == NULL && errno == ENOMEM) {
 		if (where)
 			*where = 0;
 		return RS_ENOMEM;

@@ -191,7 +191,7 @@ test_s6_runs_the_installed_controller() {
     assertEquals "$t" "rs-controller /usr/bin/$t" "$(owned_exe "$1")"
     shift
   done
-  p=$(stage_pid rs-queue)
+  p=$(s6_stage_pid rs-queue)
   assertEquals "rs-queue" "rs-controller /usr/bin/rs-queue" "$(owned_exe "$p")"
   assertEquals "the socket" "rs-controller 600" "$(stat -c '%U %a' "$PKG/state/queue.sock")"
   assertTrue "rs-metrics answers /healthz" "wait_for 10 curl -fsS http://127.0.0.1:$METRICS_PORT/healthz"
@@ -205,7 +205,7 @@ test_s6_restarts_a_killed_pipeline() {
   local old ns
   assertTrue "pipeline up" "wait_for 20 pipeline_pids"
   old=$(pipeline_pids)
-  kill -KILL "$(stage_pid rs-sync)"
+  kill -KILL "$(s6_stage_pid rs-sync)"
   # shellcheck disable=SC2086
   assertTrue "the old pipeline gone ($old)" "wait_for 25 none_running $old"
   assertTrue "a new pipeline" "wait_for 20 pipeline_pids"

@@ -81,8 +81,8 @@ stop_svscan() {
   return 0
 }
 
-# stage_pid STAGE: the pid of rs-queue, or of a stage of the pipeline.
-stage_pid() {
+# s6_stage_pid STAGE: the pid of rs-queue, or of a stage of the pipeline.
+s6_stage_pid() {
   local sup
   case $1 in
   rs-queue) s6-svstat -p "$SCAN/rs-queue" ;;

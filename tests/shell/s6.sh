@@ -82,7 +82,7 @@ kill_during_scale_up() {
     fail "$stage: scale-up never reached $at pods"; return
   fi
   old=$(pipeline_pids)
-  victim=$(stage_pid "$stage")
+  victim=$(s6_stage_pid "$stage")
   assertTrue "$stage has a pid" "[ -n '$victim' ] && [ '$victim' -gt 0 ]"
   n=$(adds "$ns")
   kill -KILL "$victim"
@@ -112,7 +112,7 @@ kill_during_scale_up() {
   assertTrue "$stage: nothing of the old pipeline left running ($old)" \
     "wait_for 25 none_running $old"
   assertTrue "$stage: a new pipeline runs" "wait_for 20 pipeline_pids"
-  [ "$stage" = rs-queue ] && assertNotEquals "rs-queue restarted" "$victim" "$(stage_pid rs-queue)"
+  [ "$stage" = rs-queue ] && assertNotEquals "rs-queue restarted" "$victim" "$(s6_stage_pid rs-queue)"
   assertTrue "$stage: $REPLICAS live pods" \
     "wait_for 60 sh -c '[ \$(kubectl -n $ns get pods -o name | wc -l) -eq $REPLICAS ]'"
   assertTrue "$stage: status.replicas $REPLICAS" "wait_for 60 rs_status_is $ns big '.replicas == $REPLICAS'"
