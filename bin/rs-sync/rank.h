@@ -5,11 +5,20 @@
 #define RS_SYNC_RANK_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "sync.h"
 
 struct ranked {
 	struct pod *pod;
 	int rank;          /* active related pods on the same node */
+	/* The pod's keys of the order, copied by rank_keys so that a
+	 * comparison reads this array and not the pods scattered in the
+	 * cache (a sort of 12,000 took 4.5 ms chasing them). */
+	double ready_since, created;
+	long long ready_bucket, created_bucket;  /* log2 of the age in ns */
+	uint64_t uid_prefix;
+	int32_t cost, restarts, sidecar_restarts;
+	unsigned char unassigned, phase_rank, ready;
 };
 
 /* Fills rank for each pod: the active pods of r's siblings (controllers
@@ -19,8 +28,13 @@ rs_code rank_colocated(struct sync *s, const struct ctrl *r,
 /* Sorts v so the pods to delete first come first; now is the reference
  * for the logarithmic age buckets. */
 void rank_sort(struct ranked *v, size_t n, double now);
-/* The comparison itself: 1 when a goes before b. */
-int rank_less(const struct ranked *a, const struct ranked *b, double now);
+/* The same for the first `first` pods only: they come first in v, sorted;
+ * the order of the others is left undefined. */
+void rank_first(struct ranked *v, size_t n, size_t first, double now);
+/* The comparison itself: -1 when a goes before b, 1 when after, 0 when
+ * upstream would take either; a and b need rank_keys first. */
+int rank_order(const struct ranked *a, const struct ranked *b, double now);
+void rank_keys(struct ranked *r, double now);
 
 /* The histogram of victims' age ratios, named as upstream's: the
  * replicaset_controller subsystem, on ReplicationControllers too (the

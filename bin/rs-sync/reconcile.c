@@ -181,7 +181,7 @@ scale_down(struct round *o, int n)
 	if ((size_t)n < nc) {
 		if ((rc = rank_colocated(o->s, o->r, v, nc)) != RS_OK)
 			goto out;
-		rank_sort(v, nc, o->now);
+		rank_first(v, nc, n, o->now);
 		report_age_ratios(v, nc, n, o->now);
 	}
 	for (i = 0; i < (size_t)n; i++) {
