@@ -33,6 +33,7 @@ list_begin(struct reflector *r, int snapshot)
 		ls->pass = 1;
 	ls->snap_from = snapshot ? ls->pass : 0;
 	ls->active = 1;
+	ls->streaming = r->o->stream_list && !r->pages_only;
 	free(ls->cont);
 	ls->cont = NULL;
 	ls->expired = 0;
@@ -89,7 +90,7 @@ emit_gone(void *arg, const struct seen_entry *e)
 /* One listed object against what was printed: new is ADDED, a changed
  * resourceVersion is MODIFIED, a new uid under the same name is the old
  * object's deletion (final state unknown) and an ADDED. */
-static rs_code
+rs_code
 list_item(struct reflector *r, const struct objtext *t)
 {
 	struct seen_entry *e;
@@ -149,9 +150,33 @@ list_done(struct reflector *r, const char *rv)
 	r->ls.active = 0;
 	free(r->ls.cont);
 	r->ls.cont = NULL;
-	rs_info(1, "listed %ld %s in %ld page%s at resourceVersion %s in %.2f s",
-	    r->ls.items, r->res.plural, r->ls.pages, r->ls.pages == 1 ? "" : "s",
-	    r->rv, (rs_mono_ns() - r->ls.t0) / 1e9);
+	if (r->ls.streaming)
+		rs_info(1, "listed %ld %s in 1 stream at resourceVersion %s in "
+		    "%.2f s", r->ls.items, r->res.plural, r->rv,
+		    (rs_mono_ns() - r->ls.t0) / 1e9);
+	else
+		rs_info(1, "listed %ld %s in %ld page%s at resourceVersion %s "
+		    "in %.2f s", r->ls.items, r->res.plural, r->ls.pages,
+		    r->ls.pages == 1 ? "" : "s", r->rv,
+		    (rs_mono_ns() - r->ls.t0) / 1e9);
+	return RS_OK;
+}
+
+rs_code
+list_complete(struct reflector *r, const char *rv)
+{
+	const char *type = !r->synced || r->ls.snap_from ? "SYNCED" :
+	    "BOOKMARK";
+	rs_code rc;
+
+	if ((rc = list_done(r, rv)) != RS_OK)
+		return rc;
+	/* a relist printed only the difference, maybe nothing at all: either
+	 * way the consumer's position reaches the list's resourceVersion */
+	if ((rc = event_emit_rv(&r->buf, type, r->res.plural, r->rv, 1)) !=
+	    RS_OK)
+		return rc;
+	r->synced = 1;
 	return RS_OK;
 }
 
@@ -272,7 +297,7 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 	if (*more)
 		out_flush();
 	else
-		rc = list_done(r, rv);
+		rc = list_complete(r, rv);
 	return rc;
 }
 

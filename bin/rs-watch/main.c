@@ -47,6 +47,10 @@ USAGE
 "  -n, --namespace NS       watch one namespace (default: all)\n"
 "  -l, --selector SEL       label selector, as kubectl -l\n"
 "      --field-selector SEL field selector\n"
+"      --list MODE          how a list is read: stream (default: a watch\n"
+"                           that sends the objects first, as client-go's\n"
+"                           WatchListClient; pages where the server\n"
+"                           refuses it) or pages\n"
 "      --page-size N        objects per list page (default 500; 0: one page)\n"
 "      --no-trim            keep metadata.managedFields\n"
 "      --max-line BYTES     longest event line printed (default 16 MiB, as\n"
@@ -78,13 +82,14 @@ USAGE
 
 enum {
 	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
-	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH, OPT_MAXLINE,
+	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH, OPT_MAXLINE, OPT_LIST,
 };
 
 static const struct option own_opts[] = {
 	{ "namespace", required_argument, NULL, 'n' },
 	{ "selector", required_argument, NULL, 'l' },
 	{ "field-selector", required_argument, NULL, OPT_FIELD },
+	{ "list", required_argument, NULL, OPT_LIST },
 	{ "page-size", required_argument, NULL, OPT_PAGE },
 	{ "no-trim", no_argument, NULL, OPT_NOTRIM },
 	{ "watch-timeout", required_argument, NULL, OPT_WTIMEOUT },
@@ -145,6 +150,15 @@ parse_flags(int argc, char **argv, struct flags *f)
 			break;
 		case 'l': f->label = optarg; break;
 		case OPT_FIELD: f->field = optarg; break;
+		case OPT_LIST:
+			if (strcmp(optarg, "stream") == 0)
+				f->wo.stream_list = 1;
+			else if (strcmp(optarg, "pages") == 0)
+				f->wo.stream_list = 0;
+			else
+				rs_flag_fail("--list takes stream or pages, not "
+				    "'%s'", optarg);
+			break;
 		case OPT_PAGE:
 			f->wo.page_size = rs_flag_long(optarg, 0, 1000000000L,
 			    "--page-size");
@@ -262,7 +276,8 @@ int
 main(int argc, char **argv)
 {
 	struct flags f = {
-		.wo = { .page_size = 500, .trim = 1, .min_watch_timeout = 300,
+		.wo = { .page_size = 500, .stream_list = 1, .trim = 1,
+		    .min_watch_timeout = 300,
 		    .bo_initial = 800000000LL, .bo_max = 30000000000LL,
 		    .bo_reset = 120000000000LL, .batch_ms = 0,
 		    .max_line = RS_LINE_MAX_DEFAULT },

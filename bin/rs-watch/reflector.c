@@ -91,44 +91,72 @@ failed(struct reflector *r, const char *what, rs_code rc,
 	sleep_ns(wait);
 }
 
-/* After the list's lines, how far they brought the stream: SYNCED for
- * the first list and a snapshot, BOOKMARK for a relist, which printed
- * only the difference and may have printed nothing at all. Either way a
- * consumer's position reaches the list's resourceVersion. */
-static void
-list_mark(struct reflector *r, int snapshot)
-{
-	const char *type = !r->synced || snapshot ? "SYNCED" : "BOOKMARK";
-	rs_code rc;
-
-	if ((rc = event_emit_rv(&r->buf, type, r->res.plural, r->rv, 1)) !=
-	    RS_OK) {
-		out_flush();
-		rs_fatal(111, "unable to list %s: %s", r->res.plural,
-		    rs_strerror(rc));
-	}
-	r->synced = 1;
-}
-
 static void
 do_list(struct reflector *r)
 {
 	struct rs_kresp resp;
-	int snapshot = r->ls.snap_from != 0;
 	rs_code rc;
 
 	memset(&resp, 0, sizeof resp);
 	rc = list_run(r, &resp);
-	if (rc == RS_OK) {
-		list_mark(r, snapshot);
-	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
+	if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
 		out_flush();
 		rs_fatal(111, "unable to list %s: %s", r->res.plural,
 		    rs_strerror(rc));
-	} else {
+	} else if (rc != RS_OK) {
 		failed(r, "list", rc, &resp);
 	}
 	rs_kresp_free(&resp);
+}
+
+/* Answers that say the server does not take a streaming list (an older
+ * one, or one with the WatchList feature off): no wait will change them. */
+static int
+stream_refused(long code)
+{
+	return code == 400 || code == 404 || code == 405 || code == 406 ||
+	    code == 415 || code == 422 || code == 501;
+}
+
+/* A streaming list that ended before the bookmark that completes it: it
+ * starts over (what it saw does not count), in pages from now on when
+ * the server refused the request itself. */
+static void
+stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
+    const struct rs_kresp *resp)
+{
+	long code = resp->status.code ? resp->status.code : resp->code;
+	char why[1200];
+
+	if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
+		out_flush();
+		rs_fatal(111, "unable to list %s: %s", r->res.plural,
+		    rs_strerror(rc));
+	}
+	if (rc == RS_EAPI && end->events == 0 && !end->why[0] &&
+	    stream_refused(code)) {
+		describe(rc, resp, why, sizeof why);
+		rs_warn("the server does not list %s by a streaming watch (%s): "
+		    "listing in pages", r->res.plural, why);
+		r->pages_only = 1;
+		list_begin(r, r->ls.snap_from != 0);
+		return;
+	}
+	list_begin(r, r->ls.snap_from != 0);
+	if (r->stop)
+		return;
+	if (rc == RS_OK) {
+		rs_warn("the streaming list of %s ended after %ld events, "
+		    "before it was complete; listing again", r->res.plural,
+		    end->events);
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0])) {
+		rs_warn("the streaming list of %s ended: %s; listing again",
+		    r->res.plural, end->why);
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else {
+		failed(r, "list", rc, resp);
+	}
 }
 
 static void
@@ -136,11 +164,14 @@ do_watch(struct reflector *r)
 {
 	struct rs_kresp resp;
 	struct watch_end end;
+	int listing = r->ls.active;
 	rs_code rc;
 
 	memset(&resp, 0, sizeof resp);
 	rc = watch_run(r, &end, &resp);
-	if (end.expired || (rc == RS_EAPI && resp.code == 410)) {
+	if (listing && r->ls.active) {
+		stream_unfinished(r, rc, &end, &resp);
+	} else if (end.expired || (rc == RS_EAPI && resp.code == 410)) {
 		rs_info(1, "watch of %s from resourceVersion %s: %s; relisting "
 		    "after 410", r->res.plural, r->rv,
 		    end.expired ? end.why : resp.status.message);
@@ -186,7 +217,7 @@ reflector_main(void *arg)
 		} else if (!r->ls.active && r->rv[0] == '\0') {
 			list_begin(r, 0);
 		}
-		if (r->ls.active)
+		if (r->ls.active && !r->ls.streaming)
 			do_list(r);
 		else
 			do_watch(r);

@@ -1,7 +1,9 @@
 /* reflector.h: one resource's list and watch, as client-go's Reflector.
  *
  * Each resource runs in its own thread:
- *   list (paginated) -> print the difference from what was printed, then
+ *   list (a watch that sends every object first and then a bookmark, as
+ *   client-go's WatchListClient; paginated where the server refuses it or
+ *   --list pages says so) -> print the difference from what was printed, then
  *   SYNCED (the first time) or BOOKMARK (a relist) with the list's
  *   resourceVersion -> watch from it -> print each event and bookmark ->
  *   on stream end, watch again from the last resourceVersion seen; on 410,
@@ -33,6 +35,7 @@ struct watch_opts {
 	const char *ns;                  /* NULL: all namespaces */
 	char *label_q, *field_q;         /* URL-escaped selectors, or NULL */
 	long page_size;                  /* 0: no pagination */
+	int stream_list;                 /* list by a streaming watch */
 	int trim;                        /* drop metadata.managedFields */
 	long min_watch_timeout;          /* seconds; the server's timeout is
 	                                    this times (1 + rand) */
@@ -44,6 +47,7 @@ struct watch_opts {
 /* A list in progress; it survives failed pages, which are retried. */
 struct listing {
 	int active;
+	int streaming;                   /* by a watch with sendInitialEvents */
 	uint32_t pass;                   /* marks what this list saw */
 	uint32_t snap_from;              /* 0, or the pass a snapshot began at */
 	char *cont;                      /* continue token of the next page */
@@ -64,6 +68,7 @@ struct reflector {
 	struct listing ls;
 	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */
 	int synced;                      /* the first list is out */
+	int pages_only;                  /* the server refused a streaming list */
 	atomic_int hup;
 	volatile int stop;
 	pthread_t tid;
@@ -77,6 +82,12 @@ void reflector_hup(struct reflector *r);
 
 /* list.c: starts a list pass (snapshot: print unchanged objects too). */
 void list_begin(struct reflector *r, int snapshot);
+/* One listed object, printed as the difference from what was printed. */
+rs_code list_item(struct reflector *r, const struct objtext *t);
+/* The pass is complete at rv: the objects it did not see are printed
+ * DELETED, then SYNCED (the first list, a snapshot) or BOOKMARK; the
+ * watch goes on from rv. */
+rs_code list_complete(struct reflector *r, const char *rv);
 /* Runs the list in progress to its end: RS_OK with everything printed and
  * r->rv set; otherwise the failure, with resp filled, to be retried by
  * calling again (it goes on from the page that failed). */

@@ -1,4 +1,6 @@
-/* watch.c: one watch stream, from the last resourceVersion seen. */
+/* watch.c: one watch stream, from the last resourceVersion seen, or, for
+ * a streaming list, one that sends every object first (sendInitialEvents)
+ * and then a bookmark that completes the list, and goes on as a watch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +56,9 @@ on_object(struct stream *s, const char *type, const char *line,
 	    rs_jscan_unescape(line, t.kind, r->kind, sizeof r->kind,
 	    NULL) != RS_OK)
 		r->kind[0] = '\0';
+	/* the resume point stays unset until the list is complete */
+	if (r->ls.active && type[0] != 'D')
+		return list_item(r, &t);
 	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t, 0)) !=
 	    RS_OK)
 		return rc;
@@ -62,7 +67,8 @@ on_object(struct stream *s, const char *type, const char *line,
 	else if ((rc = seen_put(&r->seen, id.key, id.rv, id.uid,
 	    r->ls.pass)) != RS_OK)
 		return rc;
-	snprintf(r->rv, sizeof r->rv, "%s", id.rv);
+	if (!r->ls.active)
+		snprintf(r->rv, sizeof r->rv, "%s", id.rv);
 	return RS_OK;
 }
 
@@ -84,10 +90,25 @@ on_error_text(struct stream *s, const char *line, struct rs_jspan obj)
 	return rc;
 }
 
+/* The bookmark of a streaming list that says every object was sent. */
+static int
+ends_initial_events(const char *line, struct rs_jspan obj)
+{
+	struct rs_jspan v;
+	char val[8];
+
+	return rs_jscan_get(line, obj, &v, "metadata", "annotations",
+	    "k8s.io/initial-events-end", NULL) == RS_OK &&
+	    rs_jscan_type(line, v) == RS_JSTRING &&
+	    rs_jscan_unescape(line, v, val, sizeof val, NULL) == RS_OK &&
+	    strcmp(val, "true") == 0;
+}
+
 /* The server has sent everything up to the bookmark's resourceVersion:
  * it is the resume point, and printed, so that a consumer knows how far
  * its cache is current even when nothing of its own changed. A bookmark
- * without a usable resourceVersion says nothing and is passed over. */
+ * without a usable resourceVersion says nothing and is passed over; so
+ * does one in a streaming list but the one that completes it. */
 static rs_code
 on_bookmark(struct stream *s, const char *line, struct rs_jspan obj)
 {
@@ -100,6 +121,9 @@ on_bookmark(struct stream *s, const char *line, struct rs_jspan obj)
 	    rs_jscan_unescape(line, v, rv, sizeof rv, NULL) != RS_OK ||
 	    rv[0] == '\0')
 		return RS_OK;
+	if (r->ls.active)
+		return ends_initial_events(line, obj) ?
+		    list_complete(r, rv) : RS_OK;
 	memcpy(r->rv, rv, sizeof rv);
 	return event_emit_rv(&r->buf, "BOOKMARK", r->res.plural, rv, 0);
 }
@@ -169,12 +193,18 @@ on_line(void *arg, char *line, size_t len)
 	return rc;
 }
 
-/* The events read so far are all out: write them in one go. */
+/* The events read so far are all out: write them in one go. Not in a
+ * streaming list, whose objects come a few at a time: written as the
+ * buffer fills and when the list is complete, they reach the consumer in
+ * large writes as a page's do, not in thousands of small ones that wake
+ * it as many times (100,000 pods: 1.5 CPU seconds more in all). */
 static void
 on_idle(void *arg)
 {
-	(void)arg;
-	out_flush();
+	struct stream *s = arg;
+
+	if (!s->r->ls.active)
+		out_flush();
 }
 
 rs_code
@@ -192,8 +222,15 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	memset(end, 0, sizeof *end);
 	if ((esc = rs_kube_escape(r->rv)) == NULL)
 		return RS_ENOMEM;
-	n = asprintf(&q, "watch=1&allowWatchBookmarks=true&resourceVersion=%s"
-	    "&timeoutSeconds=%ld", esc, timeout);
+	/* a streaming list reads the latest state, as a list without a
+	 * resourceVersion does: resourceVersion unset, NotOlderThan it */
+	if (r->ls.active)
+		n = asprintf(&q, "watch=1&sendInitialEvents=true&"
+		    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+		    "&timeoutSeconds=%ld", timeout);
+	else
+		n = asprintf(&q, "watch=1&allowWatchBookmarks=true&"
+		    "resourceVersion=%s&timeoutSeconds=%ld", esc, timeout);
 	free(esc);
 	if (n < 0)
 		return RS_ENOMEM;
@@ -201,8 +238,11 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	free(q);
 	if (url == NULL)
 		return RS_ENOMEM;
-	rs_info(2, "watching %s from resourceVersion %s for %ld s",
-	    r->res.plural, r->rv, timeout);
+	if (r->ls.active)
+		rs_info(2, "listing %s by a streaming watch", r->res.plural);
+	else
+		rs_info(2, "watching %s from resourceVersion %s for %ld s",
+		    r->res.plural, r->rv, timeout);
 	rs_info(4, "GET %s", url);
 	t0 = rs_mono_ns();
 	/* the client's bound: the server's timeout and some slack */

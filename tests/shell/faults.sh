@@ -358,7 +358,7 @@ test_watch_gone_during_churn() {
   # from before a compaction is answered 410 Gone, and so is the next page
   # of a list (small pages) whose continue token predates it
   own_up "$TMP/gone" RS_TEST_APISERVER_FLAGS=--watch-cache=false || return
-  WATCH_FLAGS="--page-size 20" start_ctl "$OWN" "$OWN_CLUSTER" || { fail "unable to start the controller"; return; }
+  WATCH_FLAGS="--list pages --page-size 20" start_ctl "$OWN" "$OWN_CLUSTER" || { fail "unable to start the controller"; return; }
   ns=churn
   ok create namespace $ns >/dev/null
   n=$(( FAULT_PODS / 4 ))

@@ -93,7 +93,7 @@ test_list_5000_pods_in_pages() {
   mkpods "$ns" 5000
   assertEquals "5000 pods created" 0 $?
   assertEquals "pods on the server" 5000 "$(kubectl -n "$ns" get pods --no-headers | wc -l)"
-  rs_bg rs-watch -v 4 --page-size 100 -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  rs_bg rs-watch -v 4 --list pages --page-size 100 -n "$ns" pods >"$OUT" 2>"$OUT.log"
   assertTrue "SYNCED within 60 s" "wait_for 60 synced_n $OUT 1"
   n=$(grep -n '"type":"SYNCED"' "$OUT" | head -1 | cut -d: -f1)
   assertEquals "SYNCED is line 5001" 5001 "$n"
@@ -107,11 +107,57 @@ test_list_5000_pods_in_pages() {
 
   # the reader goes away in the middle of the list: EPIPE, exit 0 at once
   start=$(date +%s)
-  timeout 20 rs-watch --page-size 100 -n "$ns" pods 2>"$OUT.err" | head -1 >/dev/null
+  timeout 20 rs-watch --list pages --page-size 100 -n "$ns" pods 2>"$OUT.err" | head -1 >/dev/null
   st=${PIPESTATUS[0]}
   assertEquals "exit status after the reader left mid-list" 0 "$st"
   assertTrue "quick exit" "[ $(( $(date +%s) - start )) -lt 10 ]"
   assertEquals "nothing on stderr" "" "$(cat "$OUT.err")"
+
+  # the same pods by a streaming list, the default: one watch request
+  # that sends them all, no page; the same objects at the same versions
+  rs_bg rs-watch -v 4 -n "$ns" pods >"$OUT.stream" 2>"$OUT.stream.log"
+  assertTrue "SYNCED within 60 s (stream)" "wait_for 60 synced_n $OUT.stream 1"
+  assertEquals "SYNCED is line 5001 (stream)" 5001 \
+    "$(grep -n '"type":"SYNCED"' "$OUT.stream" | head -1 | cut -d: -f1)"
+  assertEquals "one streaming watch, no page" "1 0" \
+    "$(grep -c "GET /api/v1/namespaces/$ns/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan" "$OUT.stream.log") $(grep -c "pods?limit=" "$OUT.stream.log")"
+  assertEquals "the objects of the paged list, at their versions" \
+    "$(head -5000 "$OUT" | jq -r '"\(.type) \(.object.kind) \(.object.metadata.name) \(.object.metadata.resourceVersion)"' | sort)" \
+    "$(head -5000 "$OUT.stream" | jq -r '"\(.type) \(.object.kind) \(.object.metadata.name) \(.object.metadata.resourceVersion)"' | sort)"
+  assertTrue "SYNCED at or past every object" \
+    "[ $(rv_lines "$OUT.stream" SYNCED) -ge $(max_object_rv "$OUT.stream") ]"
+  assertTrue "the log says how it listed" \
+    "grep -q 'listed 5000 pods in 1 stream at resourceVersion' $OUT.stream.log"
+  # the watch goes on in the same stream
+  pod "$ns" after
+  assertTrue "an event after the list" \
+    "wait_for 20 grep -q '\"name\":\"after\"' $OUT.stream"
+  rs_cleanup
+}
+
+# A server that refuses streaming lists (the WatchList feature off, as on
+# servers before it was on by default): rs-watch lists in pages instead,
+# says so once, and goes on as usual.
+test_streaming_list_refused_lists_in_pages() {
+  need_cluster || return
+  own=$(mktemp -d /tmp/rs-test-nowl.XXXXXX)
+  RS_TEST_APISERVER_FLAGS="--feature-gates=WatchList=false" \
+    "$CLUSTER" up "$own/c" --owner $$ >"$own/log" 2>&1 ||
+    { fail "unable to start a cluster without WatchList: $(tail -3 "$own/log")"; rm -rf "$own"; return; }
+  KUBECONFIG=$own/c/kubeconfig kubectl create configmap one >/dev/null
+  KUBECONFIG=$own/c/kubeconfig rs_bg rs-watch -v 4 -n default v1/configmaps \
+    >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  assertEquals "refused once, said once" 1 \
+    "$(grep -c 'warning: the server does not list configmaps by a streaming watch (Invalid: .*WatchList' "$OUT.log")"
+  assertTrue "listed in pages" "grep -q 'listed [0-9]* configmaps in 1 page at' $OUT.log"
+  assertEquals "the object, then SYNCED" "ADDED one SYNCED -" \
+    "$(jq -r '"\(.type) \(.object.metadata.name // "-")"' "$OUT" | grep -v kube-root-ca | tr '\n' ' ' | sed 's/ $//')"
+  KUBECONFIG=$own/c/kubeconfig kubectl create configmap two >/dev/null
+  assertTrue "then watched" "wait_for 20 grep -q '\"name\":\"two\"' $OUT"
+  rs_cleanup
+  "$CLUSTER" down "$own/c" >/dev/null 2>&1
+  rm -rf "$own"
 }
 
 test_events_in_order() {
@@ -300,7 +346,7 @@ test_relist_after_410_reports_missed_deletions() {
   tail -n +"$((qlines + 1))" "$OUT.quiet" >"$OUT.quiet.after"
   # the relist's difference, then its BOOKMARK: the first after the 410
   # (the watch after it may bring more, never before it)
-  relisted=$(grep "listed [0-9]* pods in 1 page at resourceVersion" "$OUT.log" | tail -1 |
+  relisted=$(grep -E "listed [0-9]+ pods in 1 (page|stream) at resourceVersion" "$OUT.log" | tail -1 |
     sed 's/.*at resourceVersion \([0-9]*\) .*/\1/')
   assertEquals "the relist's difference (list order, then the sweep), then its BOOKMARK" \
     "MODIFIED ADDED DELETED DELETED BOOKMARK" \
@@ -313,7 +359,7 @@ test_relist_after_410_reports_missed_deletions() {
     "[ $relisted -ge $(max_object_rv "$OUT") ]"
   assertTrue "the BOOKMARK is past the SYNCED" \
     "[ $relisted -gt $(rv_lines "$OUT" SYNCED) ]"
-  qrelisted=$(grep "listed [0-9]* pods in 1 page at resourceVersion" "$OUT.quiet.log" | tail -1 |
+  qrelisted=$(grep -E "listed [0-9]+ pods in 1 (page|stream) at resourceVersion" "$OUT.quiet.log" | tail -1 |
     sed 's/.*at resourceVersion \([0-9]*\) .*/\1/')
   assertEquals "nothing changed: a BOOKMARK with the relist's resourceVersion first" \
     "BOOKMARK $qrelisted" "$(head -1 "$OUT.quiet.after" | jq -r '"\(.type) \(.resourceVersion)"')"
@@ -342,7 +388,7 @@ test_expired_continue_token_restarts_the_list() {
   for i in $(seq 1 30); do echo "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c$i\"}}"; done |
     kubectl -n "$ns" create -f - >/dev/null
   # two objects a page, one page a second: 16 s of paging
-  rs_bg rs-watch -v 1 --page-size 2 --kube-api-qps 1 --kube-api-burst 1 --backoff-max 1s \
+  rs_bg rs-watch -v 1 --list pages --page-size 2 --kube-api-qps 1 --kube-api-burst 1 --backoff-max 1s \
     -n "$ns" v1/configmaps >"$OUT" 2>"$OUT.log"
   sleep 2.5
   "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
@@ -542,6 +588,9 @@ test_usage_errors_exit_100() {
   assertTrue "names the resource" "grep -q \"unknown resource 'widgets'\" $OUT.err"
   rs-watch --page-size -1 pods >/dev/null 2>&1
   assertEquals "bad page size" 100 $?
+  rs-watch --list all pods >/dev/null 2>"$OUT.err"
+  assertEquals "bad list mode" 100 $?
+  assertTrue "--list: message" "grep -q 'list takes stream or pages' $OUT.err"
   rs-watch --backoff-max 3x pods >/dev/null 2>&1
   assertEquals "bad duration" 100 $?
   rs-watch --batch 2s pods >/dev/null 2>"$OUT.err"
