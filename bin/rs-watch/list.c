@@ -33,7 +33,7 @@ list_begin(struct reflector *r, int snapshot)
 		ls->pass = 1;
 	ls->snap_from = snapshot ? ls->pass : 0;
 	ls->active = 1;
-	ls->streaming = r->o->stream_list && !r->pages_only;
+	ls->streaming = r->o->stream_list;
 	free(ls->cont);
 	ls->cont = NULL;
 	ls->expired = 0;
@@ -41,19 +41,18 @@ list_begin(struct reflector *r, int snapshot)
 	ls->t0 = rs_mono_ns();
 }
 
-/* An expired continue token: start over with a fresh pass, so that what
- * the pages so far marked does not count; a snapshot stays one. */
-static void
-list_restart(struct reflector *r)
+void
+list_restart(struct reflector *r, int token_expired, int streaming)
 {
 	uint32_t snap = r->ls.snap_from;
-	int expired = r->ls.expired + 1;
+	int expired = r->ls.expired + (token_expired != 0);
 	int64_t t0 = r->ls.t0;
 
 	list_begin(r, 0);
 	r->ls.snap_from = snap;
 	r->ls.expired = expired;
 	r->ls.t0 = t0;
+	r->ls.streaming = streaming;
 }
 
 static char *
@@ -317,7 +316,7 @@ list_run(struct reflector *r, struct rs_kresp *resp)
 			    ", in one request" : "");
 			rs_kresp_free(resp);
 			memset(resp, 0, sizeof *resp);
-			list_restart(r);
+			list_restart(r, 1, 0);
 			more = 1;
 			continue;
 		}

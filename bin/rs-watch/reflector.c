@@ -119,8 +119,11 @@ stream_refused(long code)
 }
 
 /* A streaming list that ended before the bookmark that completes it: it
- * starts over (what it saw does not count), in pages from now on when
- * the server refused the request itself. */
+ * starts over. In pages, this pass only (as client-go falls back to one
+ * LIST), when the server refused the request itself, or ended the stream
+ * without an error before the bookmark (a server that never sends it, or
+ * a --watch-timeout shorter than the list): the next list tries the
+ * stream again. Otherwise by a stream again, after the backoff. */
 static void
 stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
     const struct rs_kresp *resp)
@@ -136,21 +139,29 @@ stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
 	if (rc == RS_EAPI && end->events == 0 && !end->why[0] &&
 	    stream_refused(code)) {
 		describe(rc, resp, why, sizeof why);
-		rs_warn("the server does not list %s by a streaming watch (%s): "
-		    "listing in pages", r->res.plural, why);
-		r->pages_only = 1;
-		list_begin(r, r->ls.snap_from != 0);
+		if (!r->stream_refused)
+			rs_warn("the server does not list %s by a streaming "
+			    "watch (%s): listing in pages", r->res.plural, why);
+		else
+			rs_info(1, "the server does not list %s by a streaming "
+			    "watch (%s): listing in pages", r->res.plural, why);
+		r->stream_refused = 1;
+		list_restart(r, 0, 0);
 		return;
 	}
-	list_begin(r, r->ls.snap_from != 0);
-	if (r->stop)
+	if (r->stop) {
+		list_restart(r, 0, 1);
 		return;
+	}
 	if (rc == RS_OK) {
 		rs_warn("the streaming list of %s ended after %ld events, "
-		    "before it was complete; listing again", r->res.plural,
-		    end->events);
-		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
-	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0])) {
+		    "before it was complete; listing in pages this time",
+		    r->res.plural, end->events);
+		list_restart(r, 0, 0);
+		return;
+	}
+	list_restart(r, 0, 1);
+	if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0])) {
 		rs_warn("the streaming list of %s ended: %s; listing again",
 		    r->res.plural, end->why);
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));

@@ -68,7 +68,7 @@ struct reflector {
 	struct listing ls;
 	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */
 	int synced;                      /* the first list is out */
-	int pages_only;                  /* the server refused a streaming list */
+	int stream_refused;              /* said once: the server refused one */
 	atomic_int hup;
 	volatile int stop;
 	pthread_t tid;
@@ -82,6 +82,11 @@ void reflector_hup(struct reflector *r);
 
 /* list.c: starts a list pass (snapshot: print unchanged objects too). */
 void list_begin(struct reflector *r, int snapshot);
+/* Starts the pass in progress over, after an expired continue token or a
+ * streaming list cut short, by a stream or in pages: what the attempt so
+ * far saw does not count, except that a snapshot does not print again
+ * what it printed (marks from the snapshot's start on stay printed). */
+void list_restart(struct reflector *r, int token_expired, int streaming);
 /* One listed object, printed as the difference from what was printed. */
 rs_code list_item(struct reflector *r, const struct objtext *t);
 /* The pass is complete at rv: the objects it did not see are printed

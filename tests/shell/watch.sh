@@ -128,16 +128,18 @@ test_list_5000_pods_in_pages() {
     "[ $(rv_lines "$OUT.stream" SYNCED) -ge $(max_object_rv "$OUT.stream") ]"
   assertTrue "the log says how it listed" \
     "grep -q 'listed 5000 pods in 1 stream at resourceVersion' $OUT.stream.log"
-  # the watch goes on in the same stream
+  # the watch goes on in the same stream: no request of its own
   pod "$ns" after
   assertTrue "an event after the list" \
     "wait_for 20 grep -q '\"name\":\"after\"' $OUT.stream"
+  assertEquals "the same stream, no watch started after it" "1 0" \
+    "$(grep -c "GET /api/v1/namespaces/$ns/pods?watch=1" "$OUT.stream.log") $(grep -c 'watching pods from resourceVersion' "$OUT.stream.log")"
   rs_cleanup
 }
 
-# A server that refuses streaming lists (the WatchList feature off, as on
-# servers before it was on by default): rs-watch lists in pages instead,
-# says so once, and goes on as usual.
+# A server that refuses streaming lists (the WatchList feature off): each
+# list falls back to pages, as client-go's does; the next list (here a
+# SIGHUP snapshot) tries the stream again; the warning is said once.
 test_streaming_list_refused_lists_in_pages() {
   need_cluster || return
   own=$(mktemp -d /tmp/rs-test-nowl.XXXXXX)
@@ -155,6 +157,11 @@ test_streaming_list_refused_lists_in_pages() {
     "$(jq -r '"\(.type) \(.object.metadata.name // "-")"' "$OUT" | grep -v kube-root-ca | tr '\n' ' ' | sed 's/ $//')"
   KUBECONFIG=$own/c/kubeconfig kubectl create configmap two >/dev/null
   assertTrue "then watched" "wait_for 20 grep -q '\"name\":\"two\"' $OUT"
+  kill -HUP "${RS_PIDS##* }"
+  assertTrue "the snapshot's SYNCED" "wait_for 20 synced_n $OUT 2"
+  assertEquals "the stream tried again, refused again, listed in pages" "2 2" \
+    "$(grep -c 'GET /api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true' "$OUT.log") $(grep -c 'listed [0-9]* configmaps in 1 page at' "$OUT.log")"
+  assertEquals "the warning said once" 1 "$(grep -c 'warning: the server does not list' "$OUT.log")"
   rs_cleanup
   "$CLUSTER" down "$own/c" >/dev/null 2>&1
   rm -rf "$own"
