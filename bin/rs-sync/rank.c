@@ -105,7 +105,7 @@ rank_order(const struct ranked *a, const struct ranked *b, double now)
 	return 0;
 }
 
-void
+static void
 rank_keys(struct ranked *r, double now)
 {
 	const struct pod *p = r->pod;

@@ -32,9 +32,9 @@ void rank_sort(struct ranked *v, size_t n, double now);
  * the order of the others is left undefined. */
 void rank_first(struct ranked *v, size_t n, size_t first, double now);
 /* The comparison itself: -1 when a goes before b, 1 when after, 0 when
- * upstream would take either; a and b need rank_keys first. */
+ * upstream would take either; a and b must come from a rank_sort or
+ * rank_first, which copy their keys. */
 int rank_order(const struct ranked *a, const struct ranked *b, double now);
-void rank_keys(struct ranked *r, double now);
 
 /* The histogram of victims' age ratios, named as upstream's: the
  * replicaset_controller subsystem, on ReplicationControllers too (the

@@ -90,11 +90,36 @@ emit_gone(void *arg, const struct seen_entry *e)
  * resourceVersion is MODIFIED, a new uid under the same name is the old
  * object's deletion (final state unknown) and an ADDED. */
 rs_code
-list_item(struct reflector *r, const struct objtext *t)
+list_object(struct reflector *r, const struct objtext *t,
+    const struct objid *id)
 {
 	struct seen_entry *e;
-	struct objid id;
 	const char *type = NULL;
+	rs_code rc;
+
+	e = seen_get(&r->seen, id->key);
+	if (e == NULL)
+		type = "ADDED";
+	else if (strcmp(seen_uid(e), id->uid) != 0) {
+		if ((rc = emit_gone(r, e)) != RS_OK)
+			return rc;
+		type = "ADDED";
+	} else if (strcmp(seen_rv(e), id->rv) != 0)
+		type = "MODIFIED";
+	else if (r->ls.snap_from && e->mark < r->ls.snap_from)
+		type = "MODIFIED";
+	if (type && (rc = event_emit(&r->buf, type, r->res.plural, 0, t,
+	    0)) != RS_OK)
+		return rc;
+	r->ls.items++;
+	return seen_put(&r->seen, id->key, id->rv, id->uid, r->ls.pass);
+}
+
+/* An item of a page: one without a usable identity is passed over. */
+static rs_code
+list_item(struct reflector *r, const struct objtext *t)
+{
+	struct objid id;
 	rs_code rc;
 
 	if ((rc = event_objid(t, &id)) != RS_OK) {
@@ -104,22 +129,7 @@ list_item(struct reflector *r, const struct objtext *t)
 		    r->res.plural);
 		return RS_OK;
 	}
-	e = seen_get(&r->seen, id.key);
-	if (e == NULL)
-		type = "ADDED";
-	else if (strcmp(seen_uid(e), id.uid) != 0) {
-		if ((rc = emit_gone(r, e)) != RS_OK)
-			return rc;
-		type = "ADDED";
-	} else if (strcmp(seen_rv(e), id.rv) != 0)
-		type = "MODIFIED";
-	else if (r->ls.snap_from && e->mark < r->ls.snap_from)
-		type = "MODIFIED";
-	if (type && (rc = event_emit(&r->buf, type, r->res.plural, 0, t,
-	    0)) != RS_OK)
-		return rc;
-	r->ls.items++;
-	return seen_put(&r->seen, id.key, id.rv, id.uid, r->ls.pass);
+	return list_object(r, t, &id);
 }
 
 /* The kind of the items: "PodList" gives "Pod". */
@@ -140,6 +150,7 @@ learn_kind(struct reflector *r, const char *body, struct rs_jspan kind)
 static rs_code
 list_done(struct reflector *r, const char *rv)
 {
+	char how[32];
 	rs_code rc;
 
 	if ((rc = seen_sweep(&r->seen, r->ls.pass, emit_gone, r)) != RS_OK)
@@ -150,14 +161,13 @@ list_done(struct reflector *r, const char *rv)
 	free(r->ls.cont);
 	r->ls.cont = NULL;
 	if (r->ls.streaming)
-		rs_info(1, "listed %ld %s in 1 stream at resourceVersion %s in "
-		    "%.2f s", r->ls.items, r->res.plural, r->rv,
-		    (rs_mono_ns() - r->ls.t0) / 1e9);
+		snprintf(how, sizeof how, "1 stream");
 	else
-		rs_info(1, "listed %ld %s in %ld page%s at resourceVersion %s "
-		    "in %.2f s", r->ls.items, r->res.plural, r->ls.pages,
-		    r->ls.pages == 1 ? "" : "s", r->rv,
-		    (rs_mono_ns() - r->ls.t0) / 1e9);
+		snprintf(how, sizeof how, "%ld page%s", r->ls.pages,
+		    r->ls.pages == 1 ? "" : "s");
+	rs_info(1, "listed %ld %s in %s at resourceVersion %s in %.2f s",
+	    r->ls.items, r->res.plural, how, r->rv,
+	    (rs_mono_ns() - r->ls.t0) / 1e9);
 	return RS_OK;
 }
 

@@ -91,6 +91,16 @@ failed(struct reflector *r, const char *what, rs_code rc,
 	sleep_ns(wait);
 }
 
+/* Memory, or an object longer than --max-line: what was read is out, and
+ * no retry would fare better (exit 111). */
+__attribute__((noreturn)) static void
+no_room(struct reflector *r, const char *what, rs_code rc)
+{
+	out_flush();
+	rs_fatal(111, "unable to %s %s: %s", what, r->res.plural,
+	    rs_strerror(rc));
+}
+
 static void
 do_list(struct reflector *r)
 {
@@ -99,13 +109,10 @@ do_list(struct reflector *r)
 
 	memset(&resp, 0, sizeof resp);
 	rc = list_run(r, &resp);
-	if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
-		out_flush();
-		rs_fatal(111, "unable to list %s: %s", r->res.plural,
-		    rs_strerror(rc));
-	} else if (rc != RS_OK) {
+	if (rc == RS_ENOMEM || rc == RS_ETOOBIG)
+		no_room(r, "list", rc);
+	if (rc != RS_OK)
 		failed(r, "list", rc, &resp);
-	}
 	rs_kresp_free(&resp);
 }
 
@@ -131,20 +138,18 @@ stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
 	long code = resp->status.code ? resp->status.code : resp->code;
 	char why[1200];
 
-	if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
-		out_flush();
-		rs_fatal(111, "unable to list %s: %s", r->res.plural,
-		    rs_strerror(rc));
-	}
+	if (rc == RS_ENOMEM || rc == RS_ETOOBIG)
+		no_room(r, "list", rc);
 	if (rc == RS_EAPI && end->events == 0 && !end->why[0] &&
 	    stream_refused(code)) {
+#define REFUSED "the server does not list %s by a streaming watch (%s): " \
+	"listing in pages"
 		describe(rc, resp, why, sizeof why);
-		if (!r->stream_refused)
-			rs_warn("the server does not list %s by a streaming "
-			    "watch (%s): listing in pages", r->res.plural, why);
+		if (r->stream_refused)
+			rs_info(1, REFUSED, r->res.plural, why);
 		else
-			rs_info(1, "the server does not list %s by a streaming "
-			    "watch (%s): listing in pages", r->res.plural, why);
+			rs_warn(REFUSED, r->res.plural, why);
+#undef REFUSED
 		r->stream_refused = 1;
 		list_restart(r, 0, 0);
 		return;
@@ -189,9 +194,7 @@ do_watch(struct reflector *r)
 		r->rv[0] = '\0';
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
 	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
-		out_flush();
-		rs_fatal(111, "unable to watch %s: %s", r->res.plural,
-		    rs_strerror(rc));
+		no_room(r, "watch", rc);
 	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end.why[0])) {
 		rs_warn("watch of %s ended: %s", r->res.plural, end.why);
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));

@@ -87,8 +87,10 @@ void list_begin(struct reflector *r, int snapshot);
  * far saw does not count, except that a snapshot does not print again
  * what it printed (marks from the snapshot's start on stay printed). */
 void list_restart(struct reflector *r, int token_expired, int streaming);
-/* One listed object, printed as the difference from what was printed. */
-rs_code list_item(struct reflector *r, const struct objtext *t);
+/* One listed object (id: what event_objid read of it), printed as the
+ * difference from what was printed. */
+rs_code list_object(struct reflector *r, const struct objtext *t,
+    const struct objid *id);
 /* The pass is complete at rv: the objects it did not see are printed
  * DELETED, then SYNCED (the first list, a snapshot) or BOOKMARK; the
  * watch goes on from rv. */

@@ -58,7 +58,7 @@ on_object(struct stream *s, const char *type, const char *line,
 		r->kind[0] = '\0';
 	/* the resume point stays unset until the list is complete */
 	if (r->ls.active && type[0] != 'D')
-		return list_item(r, &t);
+		return list_object(r, &t, &id);
 	if ((rc = event_emit(&r->buf, type, r->res.plural, 0, &t, 0)) !=
 	    RS_OK)
 		return rc;
@@ -220,18 +220,19 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	int n;
 
 	memset(end, 0, sizeof *end);
-	if ((esc = rs_kube_escape(r->rv)) == NULL)
-		return RS_ENOMEM;
 	/* a streaming list reads the latest state, as a list without a
 	 * resourceVersion does: resourceVersion unset, NotOlderThan it */
-	if (r->ls.active)
+	if (r->ls.active) {
 		n = asprintf(&q, "watch=1&sendInitialEvents=true&"
 		    "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
 		    "&timeoutSeconds=%ld", timeout);
-	else
+	} else {
+		if ((esc = rs_kube_escape(r->rv)) == NULL)
+			return RS_ENOMEM;
 		n = asprintf(&q, "watch=1&allowWatchBookmarks=true&"
 		    "resourceVersion=%s&timeoutSeconds=%ld", esc, timeout);
-	free(esc);
+		free(esc);
+	}
 	if (n < 0)
 		return RS_ENOMEM;
 	url = reflector_url(r, q);
