@@ -4,7 +4,7 @@
  * events count; each is a request's interval [requestReceivedTimestamp,
  * stageTimestamp] as the API server saw it.
  *
- *   audit idle --agent PREFIX[,PREFIX...] --from T0 --until T1 LOG
+ *   audit idle --agent PREFIX[,PREFIX...] --from T0 --until T1 [-v] LOG
  *       The requests whose userAgent starts with one of the prefixes, but
  *       watches (a watch is open all along, it is no work), clipped to
  *       [T0, T1] (Unix seconds with a fraction, as bulk prints t0 and
@@ -24,6 +24,10 @@
  *                      that started first after it): the pauses between
  *                      the batches of a slow start
  *         batch_gaps   their number
+ *       With -v, first one line per gap in time order: "gap_ms G at_ms A
+ *       after VERB RESOURCE before VERB RESOURCE" (A from T0; RESOURCE
+ *       with its subresource, as pods or replicasets/status; "-" at the
+ *       window's ends), to see where a side waits.
  *   audit reaction --trigger-agent PREFIX --agent PREFIX
  *           [--trigger pod-delete,rs-write] [-n NAMESPACE] [-v] LOG
  *       For each trigger, a write by the trigger agent (pod-delete: a
@@ -63,7 +67,7 @@
 #define GAP_MIN 0.001          /* a gap: an idle stretch over 1 ms */
 
 static const char usage_text[] =
-    "usage: audit idle --agent PREFIX[,PREFIX...] --from T0 --until T1 LOG\n"
+    "usage: audit idle --agent PREFIX[,PREFIX...] --from T0 --until T1 [-v] LOG\n"
     "       audit reaction --trigger-agent PREFIX --agent PREFIX\n"
     "           [--trigger pod-delete,rs-write] [-n NAMESPACE] [-v] LOG\n";
 
@@ -79,7 +83,7 @@ struct ev {
 	double recv, done;      /* Unix seconds */
 	enum kind kind;
 	int who;                /* 1: the agent, 2: the trigger agent */
-	char *verb, *res, *ns, *name;   /* reaction only */
+	char *verb, *res, *ns, *name;   /* with filter.names only */
 };
 
 struct evs {
@@ -101,6 +105,19 @@ xstrdup(const char *s)
 
 	if (d == NULL)
 		rs_fatal(111, "unable to allocate: %s", strerror(ENOMEM));
+	return d;
+}
+
+/* "a/b", allocated. */
+static char *
+joined(const char *a, const char *b)
+{
+	size_t n = strlen(a) + strlen(b) + 2;
+	char *d = malloc(n);
+
+	if (d == NULL)
+		rs_fatal(111, "unable to allocate: %s", strerror(ENOMEM));
+	snprintf(d, n, "%s/%s", a, b);
 	return d;
 }
 
@@ -230,7 +247,8 @@ read_log(const char *path, const struct filter *f, struct evs *out)
 		e.who = who;
 		if (f->names) {
 			e.verb = xstrdup(verb);
-			e.res = xstrdup(res);
+			e.res = sub != NULL && *sub != '\0' ?
+			    joined(res, sub) : xstrdup(res);
 			e.ns = xstrdup(rs_json_str(o, "objectRef", "namespace",
 			    NULL));
 			e.name = xstrdup(rs_json_str(o, "objectRef", "name",
@@ -292,12 +310,15 @@ struct stretches {
 	double idle, max;
 	long gaps, batch_gaps;
 	double batch;
+	double t0;
+	int verbose;
 };
 
-/* An idle stretch of length len, between a request of kind left and one of
- * kind right (K_OTHER where there is none: the window's ends). */
+/* An idle stretch of length len ending at t, between request left and
+ * request right (NULL where there is none: the window's ends). */
 static void
-stretch(struct stretches *s, double len, enum kind left, enum kind right)
+stretch(struct stretches *s, double len, double t, const struct ev *left,
+    const struct ev *right)
 {
 	if (len <= 0)
 		return;
@@ -307,7 +328,13 @@ stretch(struct stretches *s, double len, enum kind left, enum kind right)
 	if (len <= GAP_MIN)
 		return;
 	s->gaps++;
-	if (left == K_POD_CREATE && right == K_POD_CREATE) {
+	if (s->verbose)
+		printf("gap_ms %.3f at_ms %.3f after %s %s before %s %s\n",
+		    len * 1e3, (t - len - s->t0) * 1e3,
+		    left ? left->verb : "-", left ? left->res : "-",
+		    right ? right->verb : "-", right ? right->res : "-");
+	if (left && left->kind == K_POD_CREATE && right &&
+	    right->kind == K_POD_CREATE) {
 		s->batch += len;
 		s->batch_gaps++;
 	}
@@ -328,16 +355,17 @@ cmd_idle(int argc, char **argv)
 	struct evs all = { 0 };
 	const char *from = NULL, *until = NULL;
 	double t0, t1, end, first;
-	enum kind last = K_OTHER;
+	const struct ev *last = NULL;
 	size_t n = 0;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'a': f.agent = optarg; break;
 		case 'f': from = optarg; break;
 		case 'u': until = optarg; break;
+		case 'v': s.verbose = f.names = 1; break;
 		case 'h': usage(0); break;
 		default: usage(100);
 		}
@@ -350,6 +378,7 @@ cmd_idle(int argc, char **argv)
 	if (t1 < t0)
 		rs_fatal(100, "unable to use the window: --until %s is before "
 		    "--from %s", until, from);
+	s.t0 = t0;
 	read_log(argv[optind], &f, &all);
 	qsort(all.v, all.n, sizeof *all.v, by_recv);
 	/* a sweep by start: end is the end of the busy block so far, last
@@ -366,15 +395,15 @@ cmd_idle(int argc, char **argv)
 		if (n++ == 0)
 			first = a;
 		if (a > end) {
-			stretch(&s, a - end, last, e->kind);
+			stretch(&s, a - end, a, last, e);
 			end = b;
-			last = e->kind;
+			last = e;
 		} else if (b > end) {
 			end = b;
-			last = e->kind;
+			last = e;
 		}
 	}
-	stretch(&s, t1 - end, last, K_OTHER);
+	stretch(&s, t1 - end, t1, last, NULL);
 	printf("window_s %.6f\n", t1 - t0);
 	printf("busy_s %.6f\n", t1 - t0 - s.idle);
 	printf("idle_s %.6f\n", s.idle);

@@ -1,7 +1,8 @@
 #!/bin/bash
 # watch.sh: rs-watch against the real test apiserver: paginated lists, event
 # order, reconnects across an apiserver restart, relist after 410 with the
-# missed deletions, signals, trimming, a closed pipe, flags.
+# missed deletions, streaming lists cut short, signals, trimming, a closed
+# pipe, flags.
 . "$(dirname "$0")/lib.sh"
 
 CLUSTER=$top/tests/env/cluster
@@ -165,6 +166,110 @@ test_streaming_list_refused_lists_in_pages() {
   rs_cleanup
   "$CLUSTER" down "$own/c" >/dev/null 2>&1
   rm -rf "$own"
+}
+
+# bigpods NS N: N pods of 64 KiB each (an annotation of random text), so
+# that a list of them outgrows every buffer between the server and the
+# reader of rs-watch's output: with that reader stopped, the server is
+# still sending the list.
+bigpods() {
+  . "$RS_TEST_CLUSTER/env"
+  _url="https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/pods"
+  printf '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"b-","annotations":{"blob":"%s"}},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}' \
+    "$(head -c 49152 /dev/urandom | base64 -w0)" >"$TMP/bigpod.json"
+  for _i in $(seq 1 "$2"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$_url"; done >"$TMP/urls.cfg"
+  api_curl --parallel --parallel-max 8 -H 'Content-Type: application/json' \
+    -d @"$TMP/bigpod.json" -K "$TMP/urls.cfg" -w '%{http_code}\n' | grep -cv '^201$' | grep -qx 0
+}
+
+# stalled_watch OUT ARGS...: rs-watch ARGS in the background, its output
+# into a FIFO that nobody reads until drain OUT copies it into OUT (this
+# shell holds the FIFO open on fd 7 meanwhile); its log in OUT.log.
+stalled_watch() {
+  _out=$1; shift
+  rm -f "$_out.fifo"
+  mkfifo "$_out.fifo"
+  exec 7<>"$_out.fifo"
+  rs-watch "$@" >"$_out.fifo" 2>"$_out.log" 7<&- &
+  RS_PIDS="$RS_PIDS $!"
+  STALLED=$!
+}
+drain() {
+  cat <&7 >"$1" &
+  RS_PIDS="$RS_PIDS $!"
+  exec 7<&-
+}
+
+# before_synced OUT: OUT's lines up to the first SYNCED, as "TYPE NAME".
+before_synced() { sed '/"type":"SYNCED"/q' "$1" | jq -r '"\(.type) \(.object.metadata.name // "-")"'; }
+
+# A streaming list cut in the middle starts over, and whatever way it ends,
+# every pod is printed once before the one SYNCED: the server killed (a
+# failure: the stream again, after the backoff), the server's watch
+# timeout (an end without error: in pages, this time), a SIGHUP (the
+# snapshot: what was printed comes again as MODIFIED). The reader of
+# rs-watch's output is stopped while the list is sent, so that the cut
+# comes before the list's end.
+test_streaming_list_cut_short_starts_over() {
+  need_cluster || return
+  ns=$(new_ns wcut)
+  bigpods "$ns" 600
+  assertEquals "600 pods of 64 KiB" 0 $?
+  want=$(kubectl -n "$ns" get pods -o name | sed 's,^pod/,ADDED ,' | sort)
+  assertEquals "the server has them" 600 "$(echo "$want" | grep -c ADDED)"
+  req="GET /api/v1/namespaces/$ns/pods?watch=1&sendInitialEvents=true"
+
+  # the server killed mid-list
+  stalled_watch "$OUT" -v 4 --backoff-max 2s -n "$ns" pods
+  assertTrue "the streaming list began" "wait_for 20 grep -qF '$req' $OUT.log"
+  sleep 3
+  kill -KILL "$(cat "$RS_TEST_CLUSTER/apiserver.pid")"
+  "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
+  "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
+  drain "$OUT"
+  assertTrue "SYNCED after the server came back" "wait_for 60 synced_n $OUT 1"
+  assertTrue "the list failed: $(grep -v ' GET ' "$OUT.log" | tail -3)" \
+    "grep -q 'unable to list pods' $OUT.log"
+  assertEquals "listed again by a stream, no page" "2 0" \
+    "$(grep -cF "$req" "$OUT.log") $(grep -c 'pods?limit=' "$OUT.log")"
+  assertEquals "every pod once (killed)" "$want" \
+    "$(before_synced "$OUT" | grep -v '^SYNCED' | sort)"
+  assertEquals "SYNCED is line 601 (killed)" 601 "$(grep -n '"type":"SYNCED"' "$OUT" | head -1 | cut -d: -f1)"
+  rs_cleanup
+
+  # the server's watch timeout ends the stream before its bookmark
+  stalled_watch "$OUT.t" -v 4 --watch-timeout 1s -n "$ns" pods
+  assertTrue "the streaming list began (timeout)" "wait_for 20 grep -qF '$req' $OUT.t.log"
+  sleep 4
+  drain "$OUT.t"
+  assertTrue "SYNCED (timeout)" "wait_for 60 synced_n $OUT.t 1"
+  assertTrue "the list ended early: $(grep -v ' GET ' "$OUT.t.log" | tail -3)" \
+    "grep -q 'the streaming list of pods ended after [0-9]* events, before it was complete; listing in pages this time' $OUT.t.log"
+  assertEquals "then listed in pages" 1 "$(grep -c 'listed 600 pods in 2 pages at' "$OUT.t.log")"
+  assertEquals "every pod once, then SYNCED (timeout)" "$want" \
+    "$(before_synced "$OUT.t" | grep -v '^SYNCED' | sort)"
+  assertEquals "SYNCED is line 601 (timeout)" 601 "$(grep -n '"type":"SYNCED"' "$OUT.t" | head -1 | cut -d: -f1)"
+  rs_cleanup
+
+  # SIGHUP mid-list: the list becomes the snapshot
+  stalled_watch "$OUT.h" -v 4 -n "$ns" pods
+  assertTrue "the streaming list began (HUP)" "wait_for 20 grep -qF '$req' $OUT.h.log"
+  sleep 3
+  kill -HUP "$STALLED"
+  drain "$OUT.h"
+  assertTrue "SYNCED (HUP)" "wait_for 60 synced_n $OUT.h 1"
+  sleep 1
+  assertTrue "the snapshot was taken" "grep -q 'SIGHUP: listing pods for a full snapshot' $OUT.h.log"
+  assertEquals "a stream for the list, one for the snapshot" 2 "$(grep -cF "$req" "$OUT.h.log")"
+  before_synced "$OUT.h" >"$OUT.h.types"
+  k=$(grep -c '^MODIFIED' "$OUT.h.types")
+  assertTrue "some pods printed before the snapshot, not all: $k" "[ $k -gt 0 ] && [ $k -lt 600 ]"
+  assertEquals "every pod ADDED once" "$want" "$(grep '^ADDED' "$OUT.h.types" | sort)"
+  assertEquals "MODIFIED only what was ADDED before it" "" \
+    "$(awk '$1 == "ADDED" { a[$2] = 1 } $1 == "MODIFIED" && !a[$2] { print }' "$OUT.h.types")"
+  assertEquals "one SYNCED, nothing but pods before it" "$((600 + k + 1)) 1" \
+    "$(wc -l <"$OUT.h.types") $(synced_count "$OUT.h")"
+  rs_cleanup
 }
 
 test_events_in_order() {
