@@ -257,6 +257,60 @@ int32_field(const cJSON *obj, long long dflt, const char *field)
 	return v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
 }
 
+const char *const status_count_name[SC_N] = {
+	[SC_REPLICAS] = "replicas",
+	[SC_FULLY] = "fullyLabeledReplicas",
+	[SC_READY] = "readyReplicas",
+	[SC_AVAILABLE] = "availableReplicas",
+	[SC_TERMINATING] = "terminatingReplicas",
+	[SC_OBSERVED] = "observedGeneration",
+};
+
+static int
+has_failure(const cJSON *st)
+{
+	const cJSON *c, *conds = cJSON_GetObjectItemCaseSensitive(st,
+	    "conditions");
+
+	cJSON_ArrayForEach(c, conds) {
+		const char *t = rs_json_str(c, "type", NULL);
+
+		if (t == NULL || strcmp(t, "ReplicaFailure") == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* The counts of st; plain only where they tell all that a sync changes
+ * (a count that is no whole number, or beyond 2^53, leaves the tree to
+ * judge). */
+static void
+status_counts_read(const cJSON *st, struct status_counts *out)
+{
+	memset(out, 0, sizeof *out);
+	if (st == NULL) {
+		out->plain = 1;
+		return;
+	}
+	if (!cJSON_IsObject(st) || has_failure(st))
+		return;
+	for (int i = 0; i < SC_N; i++) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(st,
+		    status_count_name[i]);
+		double d;
+
+		if (v == NULL)
+			continue;
+		d = v->valuedouble;
+		if (!cJSON_IsNumber(v) || d > 9007199254740992.0 ||
+		    d < -9007199254740992.0 || d != (double)(long long)d)
+			return;
+		out->v[i] = (long long)d;
+		out->present |= 1u << i;
+	}
+	out->plain = 1;
+}
+
 rs_code
 ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
     size_t len)
@@ -266,6 +320,8 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	const cJSON *ref = controller_ref(take);
 	char key[512];
 	struct ctrl *r;
+	cJSON *st;
+	int oom = 0;
 	rs_code rc;
 
 	if (ns == NULL || name == NULL) {
@@ -295,8 +351,13 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 	pack(r->strings, strs, dst, n);
 	cJSON_DeleteItemFromObjectCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
-	r->status = cJSON_DetachItemFromObjectCaseSensitive(take, "status");
-	if ((r->text = cJSON_PrintUnformatted(take)) == NULL) {
+	st = cJSON_DetachItemFromObjectCaseSensitive(take, "status");
+	status_counts_read(st, &r->counts);
+	if (cJSON_IsObject(st) && (r->status = cJSON_PrintUnformatted(st)) ==
+	    NULL)
+		oom = 1;
+	cJSON_Delete(st);
+	if (oom || (r->text = cJSON_PrintUnformatted(take)) == NULL) {
 		cJSON_Delete(take);
 		ctrl_free(r);
 		return RS_ENOMEM;
@@ -326,7 +387,7 @@ ctrl_free(struct ctrl *r)
 		return;
 	rs_selector_free(r->sel);
 	rs_labels_free(r->tmpl_labels);
-	cJSON_Delete(r->status);
+	cJSON_free(r->status);
 	cJSON_free(r->text);
 	free(r);
 }

@@ -271,10 +271,11 @@ status(struct round *o)
 	if (o->r->min_ready > 0 && c.ready != c.available)
 		o->requeue = status_next_check(o->r, o->claimed.v, o->claimed.n,
 		    o->now);
-	now_st = status_build(o->s, o->r, &c);
+	if (!o->managed && status_unchanged(o->s, o->r, &c))
+		return RS_OK;
 	old = status_old(o->r);
-	if (now_st == NULL || old == NULL) {
-		cJSON_Delete(now_st);
+	now_st = old ? status_build(o->s, o->r, &c, old) : NULL;
+	if (now_st == NULL) {
 		cJSON_Delete(old);
 		return RS_ENOMEM;
 	}

@@ -3,13 +3,30 @@
 #include "json.h"
 #include "status.h"
 
-/* Go omits these when zero (omitempty); replicas is always present. */
-static void
-set_count(cJSON *st, const char *name, long long v, int omit_zero)
+/* Go omits these when zero (omitempty); the others are always there. */
+static int
+omit_zero(int i)
 {
-	cJSON_DeleteItemFromObjectCaseSensitive(st, name);
-	if (v != 0 || !omit_zero)
-		cJSON_AddNumberToObject(st, name, (double)v);
+	return i == SC_FULLY || i == SC_READY || i == SC_AVAILABLE ||
+	    i == SC_OBSERVED;
+}
+
+/* The value of each count in the new status; which of them it sets. */
+static unsigned
+new_counts(const struct sync *s, const struct ctrl *r, const struct counts *c,
+    long long v[SC_N])
+{
+	unsigned set = (1u << SC_N) - 1;
+
+	v[SC_REPLICAS] = c->replicas;
+	v[SC_FULLY] = c->fully;
+	v[SC_READY] = c->ready;
+	v[SC_AVAILABLE] = c->available;
+	v[SC_TERMINATING] = c->terminating;
+	v[SC_OBSERVED] = r->generation;
+	if (!(s->kind->terminating && s->terminating))
+		set &= ~(1u << SC_TERMINATING);    /* left as it is */
+	return set;
 }
 
 static void
@@ -34,26 +51,50 @@ drop_failure(cJSON *st)
 cJSON *
 status_old(const struct ctrl *r)
 {
-	const cJSON *st = r->status;
+	return r->status ? cJSON_Parse(r->status) : cJSON_CreateObject();
+}
 
-	return cJSON_IsObject(st) ? cJSON_Duplicate(st, 1) : cJSON_CreateObject();
+int
+status_unchanged(const struct sync *s, const struct ctrl *r,
+    const struct counts *c)
+{
+	const struct status_counts *old = &r->counts;
+	long long v[SC_N];
+	unsigned set = new_counts(s, r, c, v);
+
+	if (!old->plain)
+		return 0;
+	for (int i = 0; i < SC_N; i++) {
+		int there = (old->present >> i) & 1;
+		int want = v[i] != 0 || !omit_zero(i);
+
+		if (!(set & 1u << i))
+			continue;
+		if (want != there || (want && v[i] != old->v[i]))
+			return 0;
+	}
+	return 1;
 }
 
 cJSON *
 status_build(const struct sync *s, const struct ctrl *r,
-    const struct counts *c)
+    const struct counts *c, const cJSON *old)
 {
-	cJSON *st = status_old(r);
+	cJSON *st = cJSON_Duplicate(old, 1);
+	long long v[SC_N];
+	unsigned set = new_counts(s, r, c, v);
 
 	if (st == NULL)
 		return NULL;
-	set_count(st, "replicas", c->replicas, 0);
-	set_count(st, "fullyLabeledReplicas", c->fully, 1);
-	set_count(st, "readyReplicas", c->ready, 1);
-	set_count(st, "availableReplicas", c->available, 1);
-	if (s->kind->terminating && s->terminating)
-		set_count(st, "terminatingReplicas", c->terminating, 0);
-	set_count(st, "observedGeneration", r->generation, 1);
+	for (int i = 0; i < SC_N; i++) {
+		if (!(set & 1u << i))
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(st,
+		    status_count_name[i]);
+		if (v[i] != 0 || !omit_zero(i))
+			cJSON_AddNumberToObject(st, status_count_name[i],
+			    (double)v[i]);
+	}
 	drop_failure(st);
 	return st;
 }

@@ -638,9 +638,11 @@ event_emit_gone(struct linebuf *b, const char *resource,
 	const char *key = seen_key(e), *slash = strchr(key, '/');
 	const char *name = slash ? slash + 1 : key;
 	size_t need = strlen(resource) + 200 + AT_MAX;
+	char ubuf[SEEN_UID_MAX];
+	const char *uid = seen_uid(e, ubuf);
 	rs_code rc;
 
-	need += quoted_max(strlen(key)) + quoted_max(strlen(seen_uid(e))) +
+	need += quoted_max(strlen(key)) + quoted_max(strlen(uid)) +
 	    quoted_max(strlen(seen_rv(e)));
 	if (api_version)
 		need += quoted_max(strlen(api_version));
@@ -664,8 +666,8 @@ event_emit_gone(struct linebuf *b, const char *resource,
 		puts0(b, ",\"namespace\":");
 		put_quoted(b, key, slash - key);
 	}
-	if (seen_uid(e)[0])
-		put_member(b, ",\"uid\":", seen_uid(e));
+	if (uid[0])
+		put_member(b, ",\"uid\":", uid);
 	put_member(b, ",\"resourceVersion\":", seen_rv(e));
 	puts0(b, "}}}");
 	out_line(b->p, b->len, 0);

@@ -93,6 +93,7 @@ rs_code
 list_object(struct reflector *r, const struct objtext *t,
     const struct objid *id)
 {
+	char uid[SEEN_UID_MAX];
 	struct seen_entry *e;
 	const char *type = NULL;
 	rs_code rc;
@@ -100,7 +101,7 @@ list_object(struct reflector *r, const struct objtext *t,
 	e = seen_get(&r->seen, id->key);
 	if (e == NULL)
 		type = "ADDED";
-	else if (strcmp(seen_uid(e), id->uid) != 0) {
+	else if (strcmp(seen_uid(e, uid), id->uid) != 0) {
 		if ((rc = emit_gone(r, e)) != RS_OK)
 			return rc;
 		type = "ADDED";

@@ -17,6 +17,64 @@ hash_key(const char *k)
 	return h;
 }
 
+static int
+hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* A uid of the form 8-4-4-4-12 lowercase hex, as 16 bytes into out: 1;
+ * anything else: 0. */
+static int
+uid_pack(const char *uid, size_t len, unsigned char *out)
+{
+	size_t i, nib = 0;
+	int v;
+
+	if (len != 36)
+		return 0;
+	for (i = 0; i < 36; i++) {
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (uid[i] != '-')
+				return 0;
+			continue;
+		}
+		if ((v = hexval(uid[i])) < 0)
+			return 0;
+		if (nib % 2 == 0)
+			out[nib / 2] = (unsigned char)(v << 4);
+		else
+			out[nib / 2] |= (unsigned char)v;
+		nib++;
+	}
+	return 1;
+}
+
+const char *
+seen_uid(const struct seen_entry *e, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u;
+	size_t i;
+	char *p = buf;
+
+	u = (const unsigned char *)e->data + e->klen + 1 + e->rvlen + 1;
+	if (e->uidlen != SEEN_UID_PACKED)
+		return (const char *)u;
+	for (i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*p++ = '-';
+		*p++ = hex[u[i] >> 4];
+		*p++ = hex[u[i] & 15];
+	}
+	*p = '\0';
+	return buf;
+}
+
 void
 seen_init(struct seen *s)
 {
@@ -86,28 +144,33 @@ rs_code
 seen_put(struct seen *s, const char *key, const char *rv, const char *uid,
     uint32_t mark)
 {
-	size_t kl = strlen(key), rl = strlen(rv), ul = strlen(uid);
+	size_t kl = strlen(key), rl = strlen(rv), ul = strlen(uid), stored;
 	struct seen_entry **pp, *e, *old;
 	uint32_t h = hash_key(key);
+	unsigned char packed[16];
+	int pack;
 	rs_code rc;
 
-	if (kl > UINT16_MAX || rl > UINT8_MAX || ul > UINT8_MAX)
+	if (kl > UINT16_MAX || rl > UINT8_MAX || ul >= SEEN_UID_PACKED)
 		return RS_ETOOBIG;
+	pack = uid_pack(uid, ul, packed);
+	stored = pack ? 16 : ul + 1;
 	if (s->n >= s->cap && (rc = grow(s)) != RS_OK)
 		return rc;
 	pp = slot(s, key, h);
 	old = *pp;
-	if (old && old->rvlen == rl && old->uidlen == ul) {
+	if (old && old->rvlen == rl &&
+	    old->uidlen == (pack ? SEEN_UID_PACKED : ul)) {
 		/* the usual update: same sizes, rewrite in place */
 		e = old;
 	} else {
-		if ((e = malloc(sizeof *e + kl + rl + ul + 3)) == NULL)
+		if ((e = malloc(sizeof *e + kl + rl + 2 + stored)) == NULL)
 			return RS_ENOMEM;
 		e->next = old ? old->next : NULL;
 		e->hash = h;
 		e->klen = kl;
 		e->rvlen = rl;
-		e->uidlen = ul;
+		e->uidlen = pack ? SEEN_UID_PACKED : ul;
 		memcpy(e->data, key, kl + 1);
 		*pp = e;
 		if (old)
@@ -117,7 +180,8 @@ seen_put(struct seen *s, const char *key, const char *rv, const char *uid,
 	}
 	e->mark = mark;
 	memcpy(e->data + kl + 1, rv, rl + 1);
-	memcpy(e->data + kl + 1 + rl + 1, uid, ul + 1);
+	memcpy(e->data + kl + 1 + rl + 1, pack ? (const void *)packed :
+	    (const void *)uid, stored);
 	return RS_OK;
 }
 
