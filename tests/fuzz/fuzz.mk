@@ -42,7 +42,7 @@ $(FB)/fuzz_selector: $(FB)/obj/tests/fuzz/fuzz_selector.o $(LIB_OBJ)
 	$(link)
 $(FB)/fuzz_kubeconfig: $(FB)/obj/tests/fuzz/fuzz_kubeconfig.o $(LIB_OBJ)
 	$(link)
-$(FB)/fuzz_jscan: $(FB)/obj/tests/fuzz/fuzz_jscan.o $(FB)/obj/bin/rs-watch/event.o $(LIB_OBJ)
+$(FB)/fuzz_jscan: $(FB)/obj/tests/fuzz/fuzz_jscan.o $(FB)/obj/bin/rs-watch/event.o $(FB)/obj/bin/rs-watch/seen.o $(LIB_OBJ)
 	$(link)
 
 -include $(shell find $(FB)/obj -name '*.d' 2>/dev/null)
