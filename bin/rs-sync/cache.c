@@ -266,24 +266,47 @@ const char *const status_count_name[SC_N] = {
 	[SC_OBSERVED] = "observedGeneration",
 };
 
+/* Whether the conditions are what a sync's new status keeps as they are:
+ * none, or a list without ReplicaFailure (drop_failure in status.c takes
+ * those out, and an empty list with them). A condition without a type,
+ * or a list that is no array, leaves it to the trees. */
 static int
-has_failure(const cJSON *st)
+conditions_kept(const cJSON *st)
 {
 	const cJSON *c, *conds = cJSON_GetObjectItemCaseSensitive(st,
 	    "conditions");
 
+	if (conds == NULL)
+		return 1;
+	if (!cJSON_IsArray(conds) || conds->child == NULL)
+		return 0;
 	cJSON_ArrayForEach(c, conds) {
 		const char *t = rs_json_str(c, "type", NULL);
 
 		if (t == NULL || strcmp(t, "ReplicaFailure") == 0)
-			return 1;
+			return 0;
 	}
+	return 1;
+}
+
+/* A member name twice: the trees would see the one a lookup finds first,
+ * and a sync that replaces it would bring the other one forward. */
+static int
+has_twice(const cJSON *st)
+{
+	const cJSON *a, *b;
+
+	for (a = st->child; a; a = a->next)
+		for (b = a->next; b; b = b->next)
+			if (a->string && b->string &&
+			    strcmp(a->string, b->string) == 0)
+				return 1;
 	return 0;
 }
 
 /* The counts of st; plain only where they tell all that a sync changes
- * (a count that is no whole number, or beyond 2^53, leaves the tree to
- * judge). */
+ * (a count that is no whole number within 2^53, a name twice, or
+ * conditions a sync would change leave the trees to judge). */
 static void
 status_counts_read(const cJSON *st, struct status_counts *out)
 {
@@ -292,7 +315,7 @@ status_counts_read(const cJSON *st, struct status_counts *out)
 		out->plain = 1;
 		return;
 	}
-	if (!cJSON_IsObject(st) || has_failure(st))
+	if (!cJSON_IsObject(st) || !conditions_kept(st) || has_twice(st))
 		return;
 	for (int i = 0; i < SC_N; i++) {
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(st,
@@ -302,8 +325,9 @@ status_counts_read(const cJSON *st, struct status_counts *out)
 		if (v == NULL)
 			continue;
 		d = v->valuedouble;
-		if (!cJSON_IsNumber(v) || d > 9007199254740992.0 ||
-		    d < -9007199254740992.0 || d != (double)(long long)d)
+		/* the negated range test refuses a NaN too */
+		if (!cJSON_IsNumber(v) || !(d >= -9007199254740992.0 &&
+		    d <= 9007199254740992.0) || d != (double)(long long)d)
 			return;
 		out->v[i] = (long long)d;
 		out->present |= 1u << i;

@@ -66,8 +66,10 @@ struct status_counts {
 	long long v[SC_N];
 	uint8_t present;               /* bit 1 << SC_x: the member is there */
 	uint8_t plain;                 /* the status is an object whose counts
-	                                  are whole numbers where present, with
-	                                  no ReplicaFailure condition: only
+	                                  are whole numbers where present, no
+	                                  member named twice, and conditions
+	                                  a sync keeps as they are (none, or
+	                                  a list without ReplicaFailure): only
 	                                  then do the counts tell it all */
 };
 

@@ -63,7 +63,7 @@ seen_uid(const struct seen_entry *e, char *buf)
 	char *p = buf;
 
 	u = (const unsigned char *)e->data + e->klen + 1 + e->rvlen + 1;
-	if (e->uidlen != SEEN_UID_PACKED)
+	if (!e->uid_packed)
 		return (const char *)u;
 	for (i = 0; i < 16; i++) {
 		if (i == 4 || i == 6 || i == 8 || i == 10)
@@ -151,7 +151,7 @@ seen_put(struct seen *s, const char *key, const char *rv, const char *uid,
 	int pack;
 	rs_code rc;
 
-	if (kl > UINT16_MAX || rl > UINT8_MAX || ul >= SEEN_UID_PACKED)
+	if (kl > UINT16_MAX || rl > UINT8_MAX || ul > UINT8_MAX)
 		return RS_ETOOBIG;
 	pack = uid_pack(uid, ul, packed);
 	stored = pack ? 16 : ul + 1;
@@ -159,8 +159,8 @@ seen_put(struct seen *s, const char *key, const char *rv, const char *uid,
 		return rc;
 	pp = slot(s, key, h);
 	old = *pp;
-	if (old && old->rvlen == rl &&
-	    old->uidlen == (pack ? SEEN_UID_PACKED : ul)) {
+	if (old && old->rvlen == rl && old->uid_packed == pack &&
+	    old->uidlen == ul) {
 		/* the usual update: same sizes, rewrite in place */
 		e = old;
 	} else {
@@ -170,7 +170,8 @@ seen_put(struct seen *s, const char *key, const char *rv, const char *uid,
 		e->hash = h;
 		e->klen = kl;
 		e->rvlen = rl;
-		e->uidlen = pack ? SEEN_UID_PACKED : ul;
+		e->uidlen = ul;
+		e->uid_packed = pack;
 		memcpy(e->data, key, kl + 1);
 		*pp = e;
 		if (old)

@@ -27,12 +27,12 @@ struct seen_entry {
 	uint32_t hash;
 	uint32_t mark;               /* list pass that last saw it */
 	uint16_t klen;
-	uint8_t rvlen, uidlen;       /* uidlen SEEN_UID_PACKED: 16 bytes */
+	uint8_t rvlen, uidlen;
+	uint8_t uid_packed;          /* the uid is its 16 bytes */
 	char data[];                 /* key NUL rv NUL, then the uid: its 16
 	                                bytes, or its text and NUL */
 };
 
-#define SEEN_UID_PACKED 0xff
 #define SEEN_UID_MAX 256         /* a uid as text, with its NUL */
 
 struct seen {
@@ -53,8 +53,8 @@ const char *seen_uid(const struct seen_entry *e, char *buf);
 
 struct seen_entry *seen_get(const struct seen *s, const char *key);
 /* Inserts or updates key with rv and uid, marked with mark. Keys are at
- * most 65535 bytes, rv at most 255 and uid at most 254 (else
- * RS_ETOOBIG). */
+ * most 65535 bytes, rv and uid at most 255 (else RS_ETOOBIG), as
+ * event_objid reads them. */
 rs_code seen_put(struct seen *s, const char *key, const char *rv,
     const char *uid, uint32_t mark);
 /* Removes key if present. */

@@ -1,7 +1,8 @@
 /* Unit tests of rs-watch's record of what it printed (bin/rs-watch/seen.c):
  * a uid in the API server's form is kept packed and read back as the same
  * text; any other uid is kept as written; an update that changes a uid's
- * form, or keeps it, reads back what was put; a uid too long is refused;
+ * form, or keeps it, reads back what was put; a uid of 255 bytes is kept
+ * and a longer one refused;
  * a sweep removes what the pass did not mark. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,7 +38,7 @@ packed_uid_reads_back(void **state)
 	seen_init(&s);
 	assert_int_equal(seen_put(&s, "ns/a", "123", UID, 1), RS_OK);
 	e = seen_get(&s, "ns/a");
-	assert_int_equal(e->uidlen, SEEN_UID_PACKED);
+	assert_true(e->uid_packed);
 	assert_string_equal(seen_uid(e, buf), UID);
 	assert_string_equal(seen_rv(e), "123");
 	assert_string_equal(seen_key(e), "ns/a");
@@ -64,7 +65,7 @@ other_uids_kept_as_written(void **state)
 	for (i = 0; i < sizeof uids / sizeof uids[0]; i++) {
 		snprintf(key, sizeof key, "k%zu", i);
 		assert_int_equal(seen_put(&s, key, "1", uids[i], 1), RS_OK);
-		assert_int_not_equal(seen_get(&s, key)->uidlen, SEEN_UID_PACKED);
+		assert_false(seen_get(&s, key)->uid_packed);
 	}
 	for (i = 0; i < sizeof uids / sizeof uids[0]; i++) {
 		snprintf(key, sizeof key, "k%zu", i);
@@ -99,18 +100,19 @@ updates_read_back(void **state)
 	seen_free(&s);
 }
 
+/* what event_objid accepts (255 bytes) is kept; one more is refused */
 static void
 long_uid_refused(void **state)
 {
 	struct seen s;
-	char uid[SEEN_UID_MAX], buf[SEEN_UID_MAX];
+	char uid[SEEN_UID_MAX + 1], buf[SEEN_UID_MAX];
 
 	(void)state;
 	seen_init(&s);
 	memset(uid, 'u', sizeof uid - 1);
-	uid[sizeof uid - 1] = '\0';     /* 255 */
+	uid[sizeof uid - 1] = '\0';     /* 256 */
 	assert_int_equal(seen_put(&s, "ns/a", "1", uid, 1), RS_ETOOBIG);
-	uid[254] = '\0';
+	uid[255] = '\0';
 	assert_int_equal(seen_put(&s, "ns/a", "1", uid, 1), RS_OK);
 	assert_string_equal(uid_of(&s, "ns/a", buf), uid);
 	seen_free(&s);

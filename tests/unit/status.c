@@ -3,7 +3,8 @@
  * the trees call changed, and for the usual statuses (counts as whole
  * numbers, no ReplicaFailure) it says what the trees say; the status
  * built keeps the other members, drops ReplicaFailure, and follows Go's
- * omitempty. Every cached status below against every set of counts. */
+ * omitempty. Every cached status below against every set of counts, for
+ * both kinds, at generations 0 to 2 (0: observedGeneration omitted). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,26 +51,40 @@ static const struct {
 	{ "{\"replicas\":1e300,\"observedGeneration\":2}", 0 },
 	{ "{\"replicas\":3,\"observedGeneration\":2,\"selector\":\"a=b\"}", 1 },
 	{ "[]", 0 },
+	{ "null", 0 },
+	/* a name twice: a sync's new value brings the other one forward */
+	{ "{\"replicas\":1,\"replicas\":2}", 0 },
+	{ "{\"replicas\":1,\"replicas\":\"x\"}", 0 },
+	{ "{\"replicas\":3,\"readyReplicas\":3,\"readyReplicas\":0}", 0 },
+	{ "{\"replicas\":3,\"conditions\":[{\"type\":\"Other\"}],"
+	  "\"conditions\":[]}", 0 },
+	/* conditions a sync changes (an empty list goes), or may */
+	{ "{\"replicas\":1,\"conditions\":[]}", 0 },
+	{ "{\"replicas\":1,\"conditions\":{}}", 0 },
+	{ "{\"replicas\":1,\"conditions\":null}", 0 },
+	{ "{\"replicas\":1,\"conditions\":[{\"status\":\"True\"}]}", 0 },
+	{ "{\"replicas\":1,\"observedGeneration\":0}", 1 },
 };
 
 static struct ctrl *
-mkctrl(const char *status, long long generation)
+mkctrl(const struct kind *k, const char *status, long long generation)
 {
 	char json[1024], why[128];
 	struct ctrl *r = NULL;
 	cJSON *o;
 
-	snprintf(json, sizeof json, "{\"apiVersion\":\"apps/v1\","
-	    "\"kind\":\"ReplicaSet\",\"metadata\":{\"name\":\"r\","
+	snprintf(json, sizeof json, "{\"apiVersion\":\"%s\","
+	    "\"kind\":\"%s\",\"metadata\":{\"name\":\"r\","
 	    "\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"1\","
 	    "\"generation\":%lld},\"spec\":{\"replicas\":3,\"selector\":"
-	    "{\"matchLabels\":{\"a\":\"b\"}},\"template\":{\"metadata\":"
-	    "{\"labels\":{\"a\":\"b\"}}}}%s%s}", generation,
+	    "%s,\"template\":{\"metadata\":"
+	    "{\"labels\":{\"a\":\"b\"}}}}%s%s}", k->api_version, k->kind,
+	    generation, k->map_selector ? "{\"a\":\"b\"}" :
+	    "{\"matchLabels\":{\"a\":\"b\"}}",
 	    status[0] ? ",\"status\":" : "", status);
 	o = cJSON_Parse(json);
 	assert_non_null(o);
-	assert_int_equal(ctrl_decode(&kind_replicaset, o, &r, why,
-	    sizeof why), RS_OK);
+	assert_int_equal(ctrl_decode(k, o, &r, why, sizeof why), RS_OK);
 	return r;
 }
 
@@ -94,16 +109,20 @@ static void
 fast_check_agrees_with_trees(void **state)
 {
 	static const int vals[] = { 0, 1, 2, 3 };
-	struct sync s = { .kind = &kind_replicaset };
+	static const struct kind *const kinds[] = { &kind_replicaset,
+	    &kind_replicationcontroller };
+	struct sync s = { 0 };
 	size_t i;
 	int n = 4, agreed_same = 0;
 
 	(void)state;
-	for (i = 0; i < sizeof cached / sizeof cached[0]; i++) {
-		for (long long gen = 1; gen <= 2; gen++) {
-			struct ctrl *r = mkctrl(cached[i].status, gen);
+	for (i = 0; i < sizeof cached / sizeof cached[0] * 2; i++) {
+		s.kind = kinds[i % 2];
+		for (long long gen = 0; gen <= 2; gen++) {
+			struct ctrl *r = mkctrl(s.kind, cached[i / 2].status,
+			    gen);
 
-			assert_int_equal(r->counts.plain, cached[i].plain);
+			assert_int_equal(r->counts.plain, cached[i / 2].plain);
 			for (int term = 0; term <= 1; term++) {
 				s.terminating = term;
 				for (int k = 0; k < n * n * n * n * n; k++) {
@@ -119,7 +138,7 @@ fast_check_agrees_with_trees(void **state)
 
 					if (fast)
 						assert_true(slow);
-					if (cached[i].plain)
+					if (cached[i / 2].plain)
 						assert_int_equal(fast, slow);
 					agreed_same += fast;
 				}
@@ -137,7 +156,7 @@ built_status(void **state)
 	struct sync s = { .kind = &kind_replicaset, .terminating = 1 };
 	struct counts c = { .replicas = 2, .fully = 0, .ready = 1,
 	    .available = 0, .terminating = 0 };
-	struct ctrl *r = mkctrl("{\"replicas\":3,\"fullyLabeledReplicas\":3,"
+	struct ctrl *r = mkctrl(&kind_replicaset, "{\"replicas\":3,\"fullyLabeledReplicas\":3,"
 	    "\"selector\":\"a=b\",\"conditions\":[{\"type\":\"ReplicaFailure\"},"
 	    "{\"type\":\"Other\"}]}", 4);
 	cJSON *old = status_old(r), *now = status_build(&s, r, &c, old);
@@ -151,6 +170,27 @@ built_status(void **state)
 	cJSON_Delete(old);
 	cJSON_Delete(now);
 	ctrl_free(r);
+
+	/* Go's omitempty: at generation 0 and no pod, replicas alone (and
+	 * terminatingReplicas where the kind reports it) */
+	for (int i = 0; i < 2; i++) {
+		const struct kind *k = i ? &kind_replicationcontroller :
+		    &kind_replicaset;
+		struct counts none = { 0 };
+
+		s.kind = k;
+		r = mkctrl(k, "{}", 0);
+		old = status_old(r);
+		now = status_build(&s, r, &none, old);
+		text = cJSON_PrintUnformatted(now);
+		assert_string_equal(text, k->terminating ?
+		    "{\"replicas\":0,\"terminatingReplicas\":0}" :
+		    "{\"replicas\":0}");
+		cJSON_free(text);
+		cJSON_Delete(old);
+		cJSON_Delete(now);
+		ctrl_free(r);
+	}
 }
 
 int
