@@ -124,6 +124,16 @@ start_controller() {
   RS_PGIDS="${RS_PGIDS:-} $RS_PIPELINE"
 }
 
+# pipeline_logs: the last lines of each stage's log, on stderr: what a test
+# prints when the pipeline did not come up, since CI keeps no files.
+pipeline_logs() {
+  for _f in queue podwatch watch sync apply metrics; do
+    [ -s "$TMP/$_f.log" ] || continue
+    echo "--- $_f.log" >&2
+    tail -15 "$TMP/$_f.log" >&2
+  done
+}
+
 # stop_controller: the pipeline's process group, the queue, the recorder.
 stop_controller() {
   for g in ${RS_PGIDS:-}; do kill -TERM -- "-$g" 2>/dev/null; done

@@ -59,7 +59,7 @@ test_warned_once_per_owner() {
   made_by "$ns" before-0 before kube-controller-manager || fail "pod before"
   start_controller
   metrics_start || fail "rs-metrics did not start"
-  assertTrue "ready" "wait_for 30 is_code /readyz 200"
+  assertTrue "ready" "wait_for 30 is_code /readyz 200" || pipeline_logs
   make_rs "$ns" web 2
   assertTrue "our 2 pods" "wait_count $ns app=web 2 30"
   # an orphan we adopt (then delete as the third)
@@ -138,7 +138,7 @@ test_operator_guide_takeover() {
   # 3. ours
   start_controller
   metrics_start || fail "rs-metrics did not start"
-  assertTrue "ready" "wait_for 30 is_code /readyz 200"
+  assertTrue "ready" "wait_for 30 is_code /readyz 200" || pipeline_logs
   assertTrue "2 pods" "wait_count $ns app=web 2 30"
   kubectl -n "$ns" scale rs web --replicas 3 >/dev/null
   assertTrue "3 pods" "wait_count $ns app=web 3 30"
