@@ -126,11 +126,12 @@ stream_refused(long code)
 }
 
 /* A streaming list that ended before the bookmark that completes it: it
- * starts over. In pages, this pass only (as client-go falls back to one
- * LIST), when the server refused the request itself, or ended the stream
- * without an error before the bookmark (a server that never sends it, or
- * a --watch-timeout shorter than the list): the next list tries the
- * stream again. Otherwise by a stream again, after the backoff. */
+ * starts over in pages, this pass only, as client-go's reflector falls
+ * back to one LIST after a failed watch-list "because making progress is
+ * better than deadlocking" (a server whose watch cache lags refuses the
+ * stream, not a list); the next list tries the stream again. A server
+ * that is down fails the first page too, and the page waits the backoff.
+ * A stop (SIGHUP) starts the list over by a stream. */
 static void
 stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
     const struct rs_kresp *resp)
@@ -158,21 +159,20 @@ stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
 		list_restart(r, 0, 1);
 		return;
 	}
-	if (rc == RS_OK) {
+	if (rc == RS_OK)
 		rs_warn("the streaming list of %s ended after %ld events, "
 		    "before it was complete; listing in pages this time",
 		    r->res.plural, end->events);
-		list_restart(r, 0, 0);
-		return;
+	else {
+		if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0]))
+			snprintf(why, sizeof why, "%s", end->why);
+		else
+			describe(rc, resp, why, sizeof why);
+		rs_warn("the streaming list of %s failed after %ld events (%s); "
+		    "listing in pages this time", r->res.plural, end->events,
+		    why);
 	}
-	list_restart(r, 0, 1);
-	if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0])) {
-		rs_warn("the streaming list of %s ended: %s; listing again",
-		    r->res.plural, end->why);
-		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
-	} else {
-		failed(r, "list", rc, resp);
-	}
+	list_restart(r, 0, 0);
 }
 
 static void

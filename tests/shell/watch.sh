@@ -205,9 +205,9 @@ before_synced() { sed '/"type":"SYNCED"/q' "$1" | jq -r '"\(.type) \(.object.met
 
 # A streaming list cut in the middle starts over, and whatever way it ends,
 # every pod is printed once before the one SYNCED: the server killed (a
-# failure: the stream again, after the backoff), the server's watch
-# timeout (an end without error: in pages, this time), a SIGHUP (the
-# snapshot: what was printed comes again as MODIFIED). The reader of
+# failure) and the server's watch timeout (an end without error) in
+# pages, this time, as client-go falls back to a LIST; a SIGHUP by a
+# stream (the snapshot: what was printed comes again as MODIFIED). The reader of
 # rs-watch's output is stopped while the list is sent, so that the cut
 # comes before the list's end.
 test_streaming_list_cut_short_starts_over() {
@@ -229,9 +229,9 @@ test_streaming_list_cut_short_starts_over() {
   drain "$OUT"
   assertTrue "SYNCED after the server came back" "wait_for 60 synced_n $OUT 1"
   assertTrue "the list failed: $(grep -v ' GET ' "$OUT.log" | tail -3)" \
-    "grep -q 'unable to list pods' $OUT.log"
-  assertEquals "listed again by a stream, no page" "2 0" \
-    "$(grep -cF "$req" "$OUT.log") $(grep -c 'pods?limit=' "$OUT.log")"
+    "grep -q 'the streaming list of pods failed after [0-9]* events (.*); listing in pages this time' $OUT.log"
+  assertEquals "then listed in pages, as client-go falls back to a LIST" "1 1" \
+    "$(grep -cF "$req" "$OUT.log") $(grep -c 'listed 600 pods in 2 pages at' "$OUT.log")"
   assertEquals "every pod once (killed)" "$want" \
     "$(before_synced "$OUT" | grep -v '^SYNCED' | sort)"
   assertEquals "SYNCED is line 601 (killed)" 601 "$(grep -n '"type":"SYNCED"' "$OUT" | head -1 | cut -d: -f1)"
