@@ -108,19 +108,6 @@ xstrdup(const char *s)
 	return d;
 }
 
-/* "a/b", allocated. */
-static char *
-joined(const char *a, const char *b)
-{
-	size_t n = strlen(a) + strlen(b) + 2;
-	char *d = malloc(n);
-
-	if (d == NULL)
-		rs_fatal(111, "unable to allocate: %s", strerror(ENOMEM));
-	snprintf(d, n, "%s/%s", a, b);
-	return d;
-}
-
 static void
 push(struct evs *e, const struct ev *x)
 {
@@ -247,8 +234,11 @@ read_log(const char *path, const struct filter *f, struct evs *out)
 		e.who = who;
 		if (f->names) {
 			e.verb = xstrdup(verb);
-			e.res = sub != NULL && *sub != '\0' ?
-			    joined(res, sub) : xstrdup(res);
+			if (sub == NULL || *sub == '\0')
+				e.res = xstrdup(res);
+			else if (asprintf(&e.res, "%s/%s", res, sub) < 0)
+				rs_fatal(111, "unable to allocate: %s",
+				    strerror(ENOMEM));
 			e.ns = xstrdup(rs_json_str(o, "objectRef", "namespace",
 			    NULL));
 			e.name = xstrdup(rs_json_str(o, "objectRef", "name",

@@ -159,11 +159,11 @@ stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
 		list_restart(r, 0, 1);
 		return;
 	}
-	if (rc == RS_OK)
+	if (rc == RS_OK) {
 		rs_warn("the streaming list of %s ended after %ld events, "
 		    "before it was complete; listing in pages this time",
 		    r->res.plural, end->events);
-	else {
+	} else {
 		if (rc == RS_EPARSE || (rc == RS_EAPI && end->why[0]))
 			snprintf(why, sizeof why, "%s", end->why);
 		else

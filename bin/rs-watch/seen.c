@@ -62,7 +62,7 @@ seen_uid(const struct seen_entry *e, char *buf)
 	size_t i;
 	char *p = buf;
 
-	u = (const unsigned char *)e->data + e->klen + 1 + e->rvlen + 1;
+	u = (const unsigned char *)seen_rv(e) + e->rvlen + 1;
 	if (!e->uid_packed)
 		return (const char *)u;
 	for (i = 0; i < 16; i++) {

@@ -25,15 +25,21 @@ api_curl() {
     --key "$RS_TEST_CLUSTER/admin.key" "$@"
 }
 
-# mkpods NS N: N bare pods named p-XXXXX, created 16 requests at a time by
-# curl --parallel (kubectl create sends a list's items one by one).
-mkpods() {
+# post_pods NS N BODY: N pods of the body in file BODY (a generateName),
+# created 16 requests at a time by curl --parallel (kubectl create sends a
+# list's items one by one); fails unless every answer is 201.
+post_pods() {
   . "$RS_TEST_CLUSTER/env"
   _url="https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/pods"
-  echo '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-"},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}' >"$TMP/pod.json"
   for _i in $(seq 1 "$2"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$_url"; done >"$TMP/urls.cfg"
   api_curl --parallel --parallel-max 16 -H 'Content-Type: application/json' \
-    -d @"$TMP/pod.json" -K "$TMP/urls.cfg" -w '%{http_code}\n' | grep -cv '^201$' | grep -qx 0
+    -d @"$3" -K "$TMP/urls.cfg" -w '%{http_code}\n' | grep -cv '^201$' | grep -qx 0
+}
+
+# mkpods NS N: N bare pods named p-XXXXX.
+mkpods() {
+  echo '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"p-"},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}' >"$TMP/pod.json"
+  post_pods "$1" "$2" "$TMP/pod.json"
 }
 
 # pod NS NAME: one bare pod.
@@ -173,13 +179,9 @@ test_streaming_list_refused_lists_in_pages() {
 # reader of rs-watch's output: with that reader stopped, the server is
 # still sending the list.
 bigpods() {
-  . "$RS_TEST_CLUSTER/env"
-  _url="https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/pods"
   printf '{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"b-","annotations":{"blob":"%s"}},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}' \
     "$(head -c 49152 /dev/urandom | base64 -w0)" >"$TMP/bigpod.json"
-  for _i in $(seq 1 "$2"); do printf 'url = "%s"\noutput = "/dev/null"\n' "$_url"; done >"$TMP/urls.cfg"
-  api_curl --parallel --parallel-max 8 -H 'Content-Type: application/json' \
-    -d @"$TMP/bigpod.json" -K "$TMP/urls.cfg" -w '%{http_code}\n' | grep -cv '^201$' | grep -qx 0
+  post_pods "$1" "$2" "$TMP/bigpod.json"
 }
 
 # stalled_watch OUT ARGS...: rs-watch ARGS in the background, its output
