@@ -367,7 +367,14 @@ kreq_headers(struct kreq *r)
 	struct curl_slist *h = NULL, *t;
 	char *auth = NULL;
 
-	h = curl_slist_append(h, "Accept: application/json");
+	if (r->accept) {
+		char acc[128];
+
+		snprintf(acc, sizeof acc, "Accept: %s", r->accept);
+		h = curl_slist_append(h, acc);
+	} else {
+		h = curl_slist_append(h, "Accept: application/json");
+	}
 	/* No "Expect: 100-continue" round trip before large bodies. */
 	if (h && (h = curl_slist_append(t = h, "Expect:")) == NULL)
 		curl_slist_free_all(t);
@@ -799,15 +806,16 @@ kube_perform(struct rs_kube *k, struct kreq *r)
 	return rc;
 }
 
-rs_code
-rs_kube_do(struct rs_kube *k, const char *method, const char *path,
-    const char *ctype, const char *body, size_t body_len,
+static rs_code
+kube_do(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len, const char *accept,
     struct rs_kresp *resp)
 {
 	struct kreq r;
 	rs_code rc;
 
 	kreq_init(&r, k, method, path, ctype, body, body_len);
+	r.accept = accept;
 	r.timeout_ms = k->timeout_ms;
 	kube_wait_token(k);
 	rc = kube_perform(k, &r);
@@ -815,6 +823,20 @@ rs_kube_do(struct rs_kube *k, const char *method, const char *path,
 	memset(&r.resp, 0, sizeof r.resp);
 	kreq_release(&r);
 	return rc;
+}
+
+rs_code
+rs_kube_do(struct rs_kube *k, const char *method, const char *path,
+    const char *ctype, const char *body, size_t body_len,
+    struct rs_kresp *resp)
+{
+	return kube_do(k, method, path, ctype, body, body_len, NULL, resp);
+}
+
+rs_code
+rs_kube_get_pb(struct rs_kube *k, const char *path, struct rs_kresp *resp)
+{
+	return kube_do(k, "GET", path, NULL, NULL, 0, RS_KUBE_PROTOBUF, resp);
 }
 
 char *

@@ -27,6 +27,7 @@
 
 #include "code.h"
 #include "kubeconfig.h"
+#include "protobuf.h"
 
 /* A Kubernetes metav1.Status, or a transport error described the same way. */
 struct rs_kstatus {
@@ -59,6 +60,10 @@ void rs_kstatus_clear(struct rs_kstatus *st);
  * 410 Gone, 429 TooManyRequests, ...). */
 void rs_kstatus_from_json(struct rs_kstatus *st, long code,
     const cJSON *status);
+/* The same from a Status in protobuf (its message, without envelope):
+ * RS_EPARSE when it is none. */
+rs_code rs_kstatus_from_pb(struct rs_kstatus *st, long code,
+    struct rs_pbspan status);
 /* The rs_code of an API error: RS_ENOTFOUND for 404, else RS_EAPI. */
 rs_code rs_kstatus_rc(const struct rs_kstatus *st);
 
@@ -124,6 +129,20 @@ struct rs_kube_batch {
 rs_code rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
     rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
     volatile int *stop, struct rs_kresp *resp);
+
+/* The same in Kubernetes' protobuf (pods and the other built-in types;
+ * not custom resources): fn gets each event's frame, its bytes without
+ * the 4-byte length before them (a runtime watch event: type, then the
+ * object in the envelope rs_pb_unknown reads). A frame cut short at the
+ * end of the stream is RS_EPARSE. */
+#define RS_KUBE_PROTOBUF "application/vnd.kubernetes.protobuf"
+rs_code rs_kube_stream_pb(struct rs_kube *k, const char *path,
+    long timeout_ms, rs_kube_line_fn fn, void *arg,
+    const struct rs_kube_batch *batch, volatile int *stop,
+    struct rs_kresp *resp);
+/* A GET answered in protobuf: the body is the object in its envelope. */
+rs_code rs_kube_get_pb(struct rs_kube *k, const char *path,
+    struct rs_kresp *resp);
 
 /* Asynchronous: queue a request; done is called from rs_kube_run with the
  * result and the response (borrowed: valid during the call only). Requests

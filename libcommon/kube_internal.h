@@ -75,6 +75,9 @@ struct rs_kube {
 struct kreq {
 	struct rs_kube *k;
 	const char *method, *path, *ctype;
+	const char *accept;           /* NULL: application/json */
+	int framed;                   /* a stream of length-prefixed frames
+	                                 (protobuf watch), not of lines */
 	const char *body;
 	size_t body_len;
 	size_t body_off;              /* a POST body's bytes read by libcurl */

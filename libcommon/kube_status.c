@@ -6,6 +6,7 @@
 
 #include "json.h"
 #include "kube_internal.h"
+#include "protobuf.h"
 
 void
 rs_kstatus_clear(struct rs_kstatus *st)
@@ -68,6 +69,100 @@ rs_kstatus_from_json(struct rs_kstatus *st, long code, const cJSON *o)
 		st->retry_after = (int)ra;
 }
 
+/* A string field of a message, truncated to fit dst. */
+static void
+pb_copy(char *dst, size_t size, struct rs_pbspan s)
+{
+	snprintf(dst, size, "%.*s", (int)(s.len > size ? size : s.len),
+	    (const char *)s.p);
+}
+
+/* details.causes, as the JSON Status has them: reason, message, field. */
+static cJSON *
+pb_cause(struct rs_pbspan m)
+{
+	static const char *const name[] = { NULL, "reason", "message", "field" };
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	cJSON *c = cJSON_CreateObject();
+	char *v;
+
+	rs_pb_iter(&it, m);
+	while (c && rs_pb_next(&it, &f) == RS_OK) {
+		if (f.wire != RS_PB_BYTES || f.num > 3 || f.s.len == 0)
+			continue;
+		if ((v = strndup((const char *)f.s.p, f.s.len)) != NULL)
+			cJSON_AddStringToObject(c, name[f.num], v);
+		free(v);
+	}
+	return c;
+}
+
+static void
+pb_details(struct rs_kstatus *st, struct rs_pbspan m)
+{
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	cJSON *c;
+
+	rs_pb_iter(&it, m);
+	while (rs_pb_next(&it, &f) == RS_OK) {
+		if (f.num == 5 && f.wire == RS_PB_VARINT &&
+		    (int32_t)f.v > 0 && (int32_t)f.v < 1000000)
+			st->retry_after = (int32_t)f.v;
+		if (f.num != 4 || f.wire != RS_PB_BYTES)
+			continue;
+		if (st->causes == NULL)
+			st->causes = cJSON_CreateArray();
+		if (st->causes && (c = pb_cause(f.s)) != NULL)
+			cJSON_AddItemToArray(st->causes, c);
+	}
+}
+
+rs_code
+rs_kstatus_from_pb(struct rs_kstatus *st, long code, struct rs_pbspan m)
+{
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	long own = 0;
+	rs_code rc;
+
+	rs_kstatus_clear(st);
+	rs_pb_iter(&it, m);
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK) {
+		if (f.num == 6 && f.wire == RS_PB_VARINT)
+			own = (int32_t)f.v;
+		if (f.wire != RS_PB_BYTES)
+			continue;
+		if (f.num == 3)
+			pb_copy(st->message, sizeof st->message, f.s);
+		else if (f.num == 4)
+			pb_copy(st->reason, sizeof st->reason, f.s);
+		else if (f.num == 5)
+			pb_details(st, f.s);
+	}
+	st->code = code ? code : own;
+	if (st->reason[0] == '\0')
+		snprintf(st->reason, sizeof st->reason, "%s", reason_of(st->code));
+	if (st->message[0] == '\0')
+		snprintf(st->message, sizeof st->message, "HTTP %ld (%s)",
+		    st->code, st->reason);
+	return rc == RS_EEOF ? RS_OK : rc;
+}
+
+/* A Status in protobuf, as the server answers a client that asked for it. */
+static int
+status_from_pb_body(struct rs_kstatus *st, long code, const char *body,
+    size_t len)
+{
+	struct rs_pbspan b = { (const unsigned char *)body, len };
+	struct rs_pbunknown u;
+
+	return body && rs_pb_unknown(b, &u) == RS_OK &&
+	    rs_pb_eq(u.kind, "Status") &&
+	    rs_kstatus_from_pb(st, code, u.raw) == RS_OK;
+}
+
 void
 rs_kstatus_from_body(struct rs_kstatus *st, long code, const char *body,
     size_t len, int retry_after)
@@ -76,7 +171,9 @@ rs_kstatus_from_body(struct rs_kstatus *st, long code, const char *body,
 	cJSON *o = NULL;
 	size_t n;
 
-	if (body && len && rs_json_parse(body, len, &o, NULL) == RS_OK &&
+	if (status_from_pb_body(st, code, body, len)) {
+		/* its fields are all there is */
+	} else if (body && len && rs_json_parse(body, len, &o, NULL) == RS_OK &&
 	    (kind = rs_json_str(o, "kind", NULL)) != NULL &&
 	    strcmp(kind, "Status") == 0) {
 		rs_kstatus_from_json(st, code, o);

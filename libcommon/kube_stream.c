@@ -57,11 +57,66 @@ line_emit(struct kreq *r)
 	return 0;
 }
 
+/* The length a frame's header gives, the header's 4 bytes included. */
+static size_t
+frame_len(const struct kreq *r)
+{
+	const unsigned char *h = (const unsigned char *)r->line;
+
+	return 4 + ((size_t)h[0] << 24 | (size_t)h[1] << 16 |
+	    (size_t)h[2] << 8 | h[3]);
+}
+
+static int
+frame_emit(struct kreq *r)
+{
+	size_t n = r->line_len - 4;
+	rs_code rc;
+
+	r->line_len = 0;
+	r->lines++;
+	rc = r->fn(r->fn_arg, r->line + 4, n);
+	if (rc != RS_OK) {
+		r->cb_rc = rc;
+		return -1;
+	}
+	return 0;
+}
+
+/* Frames of protobuf: a 4-byte big-endian length, then that many bytes,
+ * held whole (a frame is one event) and handed out as a line is. A frame
+ * longer than a line may be stops the stream the same way. */
+static size_t
+frames_data(struct kreq *r, const char *p, size_t n)
+{
+	const char *end = p + n;
+	size_t want, take;
+
+	while (p < end) {
+		want = r->line_len < 4 ? 4 : frame_len(r);
+		take = want - r->line_len;
+		if (take > (size_t)(end - p))
+			take = end - p;
+		if (line_append(r, p, take) < 0)
+			return 0;
+		p += take;
+		if (r->line_len < 4 || r->line_len < frame_len(r))
+			continue;
+		if (frame_emit(r) < 0)
+			return 0;
+		if (r->stop && *r->stop)
+			break;
+	}
+	return n;
+}
+
 size_t
 kube_stream_data(struct kreq *r, const char *p, size_t n)
 {
 	const char *end = p + n, *nl;
 
+	if (r->framed)
+		return frames_data(r, p, n);
 	while (p < end) {
 		nl = memchr(p, '\n', end - p);
 		if (line_append(r, p, (nl ? nl : end) - p) < 0)
@@ -84,13 +139,16 @@ kube_stream_flush(struct kreq *r)
 {
 	if (r->line_len == 0)
 		return RS_OK;
+	/* a frame cut short is no event: the stream ended in the middle */
+	if (r->framed)
+		return RS_EPARSE;
 	if (line_emit(r) < 0)
 		return r->cb_rc;
 	return RS_OK;
 }
 
-rs_code
-rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
+static rs_code
+kube_stream(struct rs_kube *k, const char *path, int pb, long timeout_ms,
     rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
     volatile int *stop, struct rs_kresp *resp)
 {
@@ -98,6 +156,10 @@ rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
 	rs_code rc;
 
 	kreq_init(&r, k, "GET", path, NULL, NULL, 0);
+	if (pb) {
+		r.accept = RS_KUBE_PROTOBUF;
+		r.framed = 1;
+	}
 	r.timeout_ms = timeout_ms;
 	r.fn = fn;
 	r.fn_arg = arg;
@@ -109,4 +171,20 @@ rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
 	memset(&r.resp, 0, sizeof r.resp);
 	kreq_release(&r);
 	return rc;
+}
+
+rs_code
+rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,
+    rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
+    volatile int *stop, struct rs_kresp *resp)
+{
+	return kube_stream(k, path, 0, timeout_ms, fn, arg, batch, stop, resp);
+}
+
+rs_code
+rs_kube_stream_pb(struct rs_kube *k, const char *path, long timeout_ms,
+    rs_kube_line_fn fn, void *arg, const struct rs_kube_batch *batch,
+    volatile int *stop, struct rs_kresp *resp)
+{
+	return kube_stream(k, path, 1, timeout_ms, fn, arg, batch, stop, resp);
 }

@@ -4,19 +4,9 @@
 #include <time.h>
 
 #include "event.h"
+#include "linebuf.h"
 #include "log.h"
 #include "out.h"
-
-/* A line that does not fit this is surely not an object we can use. */
-#define LINE_MAX_BYTES (256u << 20)
-
-void
-linebuf_free(struct linebuf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->cap = b->len = 0;
-}
 
 static int
 absent(struct rs_jspan s)
@@ -379,91 +369,6 @@ event_objid(const struct objtext *t, struct objid *id)
 	return rc;
 }
 
-/* Room for n more bytes. */
-static rs_code
-reserve(struct linebuf *b, size_t n)
-{
-	size_t ncap = b->cap ? b->cap : 64 << 10;
-	char *np;
-
-	if (n > LINE_MAX_BYTES || b->len > LINE_MAX_BYTES - n)
-		return RS_ETOOBIG;
-	while (ncap - b->len < n)
-		ncap *= 2;
-	if (ncap == b->cap)
-		return RS_OK;
-	if ((np = realloc(b->p, ncap)) == NULL)
-		return RS_ENOMEM;
-	b->p = np;
-	b->cap = ncap;
-	return RS_OK;
-}
-
-/* The appenders below write into room that reserve made. */
-static void
-put(struct linebuf *b, const char *s, size_t n)
-{
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-}
-
-static void
-puts0(struct linebuf *b, const char *s)
-{
-	put(b, s, strlen(s));
-}
-
-/* What a string of n bytes takes once quoted and escaped, at most. */
-static size_t
-quoted_max(size_t n)
-{
-	return 6 * n + 2;
-}
-
-/* s[0..n) as a JSON string, escaped as cJSON escapes: the quote, the
- * backslash and the control characters; other bytes as they are. */
-static void
-put_quoted(struct linebuf *b, const char *s, size_t n)
-{
-	static const char hex[] = "0123456789abcdef";
-	char *o = b->p + b->len;
-	unsigned char c;
-	size_t i;
-
-	*o++ = '"';
-	for (i = 0; i < n; i++) {
-		c = s[i];
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			*o++ = c;
-			continue;
-		}
-		*o++ = '\\';
-		switch (c) {
-		case '"': *o++ = '"'; break;
-		case '\\': *o++ = '\\'; break;
-		case '\b': *o++ = 'b'; break;
-		case '\f': *o++ = 'f'; break;
-		case '\n': *o++ = 'n'; break;
-		case '\r': *o++ = 'r'; break;
-		case '\t': *o++ = 't'; break;
-		default:
-			memcpy(o, "u00", 3);
-			o[3] = hex[c >> 4];
-			o[4] = hex[c & 15];
-			o += 5;
-		}
-	}
-	*o++ = '"';
-	b->len = o - b->p;
-}
-
-static void
-put_member(struct linebuf *b, const char *key, const char *val)
-{
-	puts0(b, key);
-	put_quoted(b, val, strlen(val));
-}
-
 /* Drops the whitespace between tokens of p[0..*n), a validated text. */
 static void
 compact(char *p, size_t *n)
@@ -497,20 +402,20 @@ put_object(struct linebuf *b, const struct objtext *t)
 	const char *buf = t->buf;
 	size_t start = b->len, n;
 
-	put(b, "{", 1);
+	linebuf_put(b, "{", 1);
 	if (t->add_api_version)
-		put_member(b, "\"apiVersion\":", t->add_api_version);
+		linebuf_put_member(b, "\"apiVersion\":", t->add_api_version);
 	if (t->add_api_version && t->add_kind)
-		put(b, ",", 1);
+		linebuf_put(b, ",", 1);
 	if (t->add_kind)
-		put_member(b, "\"kind\":", t->add_kind);
+		linebuf_put_member(b, "\"kind\":", t->add_kind);
 	if ((t->add_api_version || t->add_kind) && !t->empty)
-		put(b, ",", 1);
+		linebuf_put(b, ",", 1);
 	if (t->cut_end > t->cut_off) {
-		put(b, buf + t->obj.off + 1, t->cut_off - t->obj.off - 1);
-		put(b, buf + t->cut_end, t->obj.end - t->cut_end);
+		linebuf_put(b, buf + t->obj.off + 1, t->cut_off - t->obj.off - 1);
+		linebuf_put(b, buf + t->cut_end, t->obj.end - t->cut_end);
 	} else {
-		put(b, buf + t->obj.off + 1, t->obj.end - t->obj.off - 1);
+		linebuf_put(b, buf + t->obj.off + 1, t->obj.end - t->obj.off - 1);
 	}
 	n = b->len - start;
 	if (memchr(b->p + start, '\n', n) || memchr(b->p + start, '\r', n)) {
@@ -545,13 +450,13 @@ put_managers(struct linebuf *b, const struct objtext *t)
 {
 	if (t == NULL || t->nmgr == 0)
 		return;
-	puts0(b, ",\"ref_managers\":[");
+	linebuf_puts(b, ",\"ref_managers\":[");
 	for (size_t i = 0; i < t->nmgr; i++) {
 		if (i > 0)
-			put(b, ",", 1);
-		put(b, t->buf + t->mgr[i].off, t->mgr[i].end - t->mgr[i].off);
+			linebuf_put(b, ",", 1);
+		linebuf_put(b, t->buf + t->mgr[i].off, t->mgr[i].end - t->mgr[i].off);
 	}
-	put(b, "]", 1);
+	linebuf_put(b, "]", 1);
 }
 
 /* Room for put_managers. */
@@ -571,14 +476,14 @@ put_envelope(struct linebuf *b, const char *type, const char *resource,
     int final_state_unknown)
 {
 	b->len = 0;
-	puts0(b, "{\"type\":\"");
-	puts0(b, type);
-	puts0(b, "\",\"resource\":\"");
-	puts0(b, resource);
-	puts0(b, "\"");
+	linebuf_puts(b, "{\"type\":\"");
+	linebuf_puts(b, type);
+	linebuf_puts(b, "\",\"resource\":\"");
+	linebuf_puts(b, resource);
+	linebuf_puts(b, "\"");
 	put_at(b);
 	if (final_state_unknown)
-		puts0(b, ",\"final_state_unknown\":true");
+		linebuf_puts(b, ",\"final_state_unknown\":true");
 }
 
 rs_code
@@ -590,17 +495,17 @@ event_emit(struct linebuf *b, const char *type, const char *resource,
 
 	need += t->obj.end - t->obj.off + 32 + managers_len(t);
 	if (t->add_api_version)
-		need += quoted_max(strlen(t->add_api_version));
+		need += linebuf_quoted_max(strlen(t->add_api_version));
 	if (t->add_kind)
-		need += quoted_max(strlen(t->add_kind));
+		need += linebuf_quoted_max(strlen(t->add_kind));
 	b->len = 0;
-	if ((rc = reserve(b, need)) != RS_OK)
+	if ((rc = linebuf_reserve(b, need)) != RS_OK)
 		return rc;
 	put_envelope(b, type, resource, final_state_unknown);
 	put_managers(b, t);
-	puts0(b, ",\"object\":");
+	linebuf_puts(b, ",\"object\":");
 	put_object(b, t);
-	put(b, "}", 1);
+	linebuf_put(b, "}", 1);
 	/* a line the next stage skips would be an object missing from its
 	 * cache: better to stop, loudly */
 	if (b->max && b->len > b->max) {
@@ -618,15 +523,15 @@ event_emit_rv(struct linebuf *b, const char *type, const char *resource,
     const char *rv, int flush)
 {
 	size_t need = strlen(type) + strlen(resource) + 64 + AT_MAX +
-	    quoted_max(strlen(rv));
+	    linebuf_quoted_max(strlen(rv));
 	rs_code rc;
 
 	b->len = 0;
-	if ((rc = reserve(b, need)) != RS_OK)
+	if ((rc = linebuf_reserve(b, need)) != RS_OK)
 		return rc;
 	put_envelope(b, type, resource, 0);
-	put_member(b, ",\"resourceVersion\":", rv);
-	put(b, "}", 1);
+	linebuf_put_member(b, ",\"resourceVersion\":", rv);
+	linebuf_put(b, "}", 1);
 	out_line(b->p, b->len, flush);
 	return RS_OK;
 }
@@ -642,34 +547,34 @@ event_emit_gone(struct linebuf *b, const char *resource,
 	const char *uid = seen_uid(e, ubuf);
 	rs_code rc;
 
-	need += quoted_max(strlen(key)) + quoted_max(strlen(uid)) +
-	    quoted_max(strlen(seen_rv(e)));
+	need += linebuf_quoted_max(strlen(key)) + linebuf_quoted_max(strlen(uid)) +
+	    linebuf_quoted_max(strlen(seen_rv(e)));
 	if (api_version)
-		need += quoted_max(strlen(api_version));
+		need += linebuf_quoted_max(strlen(api_version));
 	if (kind)
-		need += quoted_max(strlen(kind));
+		need += linebuf_quoted_max(strlen(kind));
 	b->len = 0;
-	if ((rc = reserve(b, need)) != RS_OK)
+	if ((rc = linebuf_reserve(b, need)) != RS_OK)
 		return rc;
 	put_envelope(b, "DELETED", resource, 1);
-	puts0(b, ",\"object\":{");
+	linebuf_puts(b, ",\"object\":{");
 	if (api_version) {
-		put_member(b, "\"apiVersion\":", api_version);
-		put(b, ",", 1);
+		linebuf_put_member(b, "\"apiVersion\":", api_version);
+		linebuf_put(b, ",", 1);
 	}
 	if (kind) {
-		put_member(b, "\"kind\":", kind);
-		put(b, ",", 1);
+		linebuf_put_member(b, "\"kind\":", kind);
+		linebuf_put(b, ",", 1);
 	}
-	put_member(b, "\"metadata\":{\"name\":", name);
+	linebuf_put_member(b, "\"metadata\":{\"name\":", name);
 	if (slash) {
-		puts0(b, ",\"namespace\":");
-		put_quoted(b, key, slash - key);
+		linebuf_puts(b, ",\"namespace\":");
+		linebuf_put_quoted(b, key, slash - key);
 	}
 	if (uid[0])
-		put_member(b, ",\"uid\":", uid);
-	put_member(b, ",\"resourceVersion\":", seen_rv(e));
-	puts0(b, "}}}");
+		linebuf_put_member(b, ",\"uid\":", uid);
+	linebuf_put_member(b, ",\"resourceVersion\":", seen_rv(e));
+	linebuf_puts(b, "}}}");
 	out_line(b->p, b->len, 0);
 	return RS_OK;
 }

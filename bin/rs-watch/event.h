@@ -28,21 +28,13 @@
 
 #include "code.h"
 #include "jscan.h"
+#include "linebuf.h"
 #include "resourceversion.h"
 #include "seen.h"
 
 /* ref_managers kept at most: a create makes one entry, an adoption one
  * more; the rest of a longer list is left out. */
 #define EVENT_MANAGERS_MAX 8
-
-/* A growing buffer for rendering lines, one per thread. */
-struct linebuf {
-	char *p;
-	size_t cap, len;
-	size_t max;     /* longest line printed (--max-line); 0: no limit */
-};
-
-void linebuf_free(struct linebuf *b);
 
 /* An object found in a validated text, and how it is to be printed. Spans
  * that were not found are empty (off == end). */

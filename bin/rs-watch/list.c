@@ -9,6 +9,7 @@
 #include "jscan.h"
 #include "log.h"
 #include "out.h"
+#include "pbpod.h"
 #include "reflector.h"
 
 /* ASan: gcc says so with __SANITIZE_ADDRESS__, clang with a feature. */
@@ -256,6 +257,38 @@ list_cont(const char *body, struct rs_jspan cont, rs_code *rc)
 	return c;
 }
 
+/* The next page, in JSON or (pb) protobuf. */
+static rs_code
+page_get(struct reflector *r, struct rs_kresp *resp, int pb)
+{
+	char *url;
+	rs_code rc;
+
+	if ((url = page_url(r)) == NULL)
+		return RS_ENOMEM;
+	rs_info(4, "GET %s%s", url, pb ? " (protobuf)" : "");
+	rc = pb ? rs_kube_get_pb(r->o->kube, url, resp) :
+	    rs_kube_do(r->o->kube, "GET", url, NULL, NULL, 0, resp);
+	free(url);
+	return rc;
+}
+
+/* A page is printed: cont (owned, NULL for none) is where the next one
+ * starts; without one the list is complete at rv. */
+static rs_code
+page_end(struct reflector *r, char *cont, const char *rv, int *more)
+{
+	r->ls.pages++;
+	free(r->ls.cont);
+	r->ls.cont = cont;
+	*more = cont != NULL;
+	if (*more) {
+		out_flush();
+		return RS_OK;
+	}
+	return list_complete(r, rv);
+}
+
 /* One page: fetch, print, remember where the next one starts. *more is
  * set when there is a next page. The body is checked whole before any
  * item of it is printed; then the items are read from it one by one. */
@@ -266,16 +299,10 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 	struct rs_jspan list;
 	struct rs_jiter items;
 	struct objtext t;
-	char rv[sizeof r->rv];
-	char *url;
+	char rv[sizeof r->rv], *cont;
 	rs_code rc;
 
-	if ((url = page_url(r)) == NULL)
-		return RS_ENOMEM;
-	rs_info(4, "GET %s", url);
-	rc = rs_kube_do(r->o->kube, "GET", url, NULL, NULL, 0, resp);
-	free(url);
-	if (rc != RS_OK)
+	if ((rc = page_get(r, resp, 0)) != RS_OK)
 		return rc;
 	if (resp->body == NULL ||
 	    rs_jscan_doc(resp->body, resp->len, &list, NULL) != RS_OK) {
@@ -298,17 +325,112 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 		    r->api_version, r->kind[0] ? r->kind : NULL) == RS_OK)
 			if ((rc = list_item(r, &t)) != RS_OK)
 				return rc;
-	r->ls.pages++;
-	free(r->ls.cont);
-	r->ls.cont = list_cont(resp->body, lp.cont, &rc);
+	cont = list_cont(resp->body, lp.cont, &rc);
 	if (rc != RS_OK)
 		return rc;
-	*more = r->ls.cont != NULL;
-	if (*more)
-		out_flush();
-	else
-		rc = list_complete(r, rv);
-	return rc;
+	return page_end(r, cont, rv, more);
+}
+
+/* A page in protobuf: a PodList, whose ListMeta (1) has the
+ * resourceVersion (2) and continue token (3), and whose items (2) are
+ * pods. The list's own fields are checked before any item is printed;
+ * an item that is no pod stops the page after the items before it, which
+ * the page's next attempt does not print again (they are seen). */
+struct pbpage {
+	struct rs_pbspan list, rv, cont;
+};
+
+static rs_code
+pb_page_parts(const struct rs_kresp *resp, struct pbpage *pg)
+{
+	struct rs_pbspan body = { (const unsigned char *)resp->body,
+	    resp->len };
+	struct rs_pbunknown u;
+	struct rs_pbiter it, mi;
+	struct rs_pbfield f, m;
+	rs_code rc;
+
+	memset(pg, 0, sizeof *pg);
+	if (resp->body == NULL || rs_pb_unknown(body, &u) != RS_OK ||
+	    !rs_pb_eq(u.kind, "PodList"))
+		return RS_EPARSE;
+	pg->list = u.raw;
+	rs_pb_iter(&it, pg->list);
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK) {
+		if (f.num != 1 || f.wire != RS_PB_BYTES)
+			continue;
+		rs_pb_iter(&mi, f.s);
+		while ((rc = rs_pb_next(&mi, &m)) == RS_OK)
+			if (m.num == 2 && m.wire == RS_PB_BYTES)
+				pg->rv = m.s;
+			else if (m.num == 3 && m.wire == RS_PB_BYTES)
+				pg->cont = m.s;
+		if (rc != RS_EEOF)
+			return RS_EPARSE;
+	}
+	return rc == RS_EEOF ? RS_OK : RS_EPARSE;
+}
+
+static rs_code
+pb_item(struct reflector *r, struct rs_pbspan pod)
+{
+	static const struct rs_pbspan none;
+	struct rs_jspan obj;
+	struct objtext t;
+	rs_code rc;
+
+	r->pbtext.len = 0;
+	if ((rc = pbpod_json(&r->pbtext, pod, none, none, r->o->trim)) != RS_OK)
+		return rc;
+	obj.off = 0;
+	obj.end = r->pbtext.len;
+	event_scan(&t, r->pbtext.p, obj, r->o->trim, r->api_version, "Pod");
+	return list_item(r, &t);
+}
+
+static rs_code
+list_page_pb(struct reflector *r, struct rs_kresp *resp, int *more)
+{
+	struct pbpage pg;
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	char rv[sizeof r->rv], *cont = NULL;
+	rs_code rc;
+
+	if ((rc = page_get(r, resp, 1)) != RS_OK)
+		return rc;
+	if (pb_page_parts(resp, &pg) != RS_OK) {
+		snprintf(resp->status.message, sizeof resp->status.message,
+		    "the list response is not a PodList in protobuf");
+		return RS_EPARSE;
+	}
+	if (pg.rv.len == 0 || pg.rv.len >= sizeof rv) {
+		snprintf(resp->status.message, sizeof resp->status.message,
+		    pg.rv.len ? "the list response's resourceVersion is too "
+		    "long" : "the list response has no resourceVersion");
+		return RS_EPARSE;
+	}
+	memcpy(rv, pg.rv.p, pg.rv.len);
+	rv[pg.rv.len] = '\0';
+	if (r->kind[0] == '\0')
+		snprintf(r->kind, sizeof r->kind, "Pod");
+	rs_pb_iter(&it, pg.list);
+	while (rs_pb_next(&it, &f) == RS_OK) {
+		if (f.num != 2 || f.wire != RS_PB_BYTES)
+			continue;
+		if ((rc = pb_item(r, f.s)) == RS_EPARSE) {
+			snprintf(resp->status.message, sizeof
+			    resp->status.message, "an item of the list "
+			    "response is not a pod in protobuf");
+			return rc;
+		}
+		if (rc != RS_OK)
+			return rc;
+	}
+	if (pg.cont.len > 0 &&
+	    (cont = strndup((const char *)pg.cont.p, pg.cont.len)) == NULL)
+		return RS_ENOMEM;
+	return page_end(r, cont, rv, more);
 }
 
 rs_code
@@ -318,7 +440,7 @@ list_run(struct reflector *r, struct rs_kresp *resp)
 	rs_code rc;
 
 	while (more) {
-		rc = list_page(r, resp, &more);
+		rc = (r->pb ? list_page_pb : list_page)(r, resp, &more);
 		if (rc == RS_EAPI && resp->code == 410 && r->ls.cont) {
 			rs_info(1, "the continue token of the %s list expired "
 			    "after %ld pages (%s); listing again from the start%s",

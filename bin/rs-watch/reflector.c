@@ -22,6 +22,8 @@ reflector_init(struct reflector *r, const struct watch_opts *o,
 	backoff_init(&r->bo, o->bo_initial, o->bo_max, o->bo_reset);
 	atomic_init(&r->hup, 0);
 	r->buf.max = o->max_line;
+	r->pb = o->protobuf && res->group[0] == '\0' &&
+	    strcmp(res->plural, "pods") == 0;
 	if ((r->path = resource_path(res, o->ns)) == NULL)
 		return RS_ENOMEM;
 	return RS_OK;

@@ -37,6 +37,8 @@ struct watch_opts {
 	long page_size;                  /* 0: no pagination */
 	int stream_list;                 /* list by a streaming watch */
 	int trim;                        /* drop metadata.managedFields */
+	int protobuf;                    /* pods in protobuf, their fields
+	                                    the controller reads (pbpod.h) */
 	long min_watch_timeout;          /* seconds; the server's timeout is
 	                                    this times (1 + rand) */
 	int64_t bo_initial, bo_max, bo_reset;   /* nanoseconds */
@@ -64,6 +66,9 @@ struct reflector {
 	char *path;                      /* the collection's URL path */
 	struct seen seen;
 	struct linebuf buf;
+	int pb;                          /* read in protobuf (pods only) */
+	struct linebuf pbtext;           /* the JSON an object in protobuf
+	                                    is read as, one at a time */
 	struct backoff bo;
 	struct listing ls;
 	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */

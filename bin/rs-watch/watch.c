@@ -10,6 +10,8 @@
 #include "json.h"
 #include "log.h"
 #include "out.h"
+#include "pbpod.h"
+#include "protobuf.h"
 #include "reflector.h"
 
 struct stream {
@@ -20,18 +22,14 @@ struct stream {
 /* The server's watch ERROR: 410 Gone / Expired means the resourceVersion
  * is no longer in its window and only a list can bring us up to date. */
 static rs_code
-on_error(struct stream *s, const cJSON *obj)
+on_error(struct stream *s, struct rs_kstatus *st)
 {
-	struct rs_kstatus st;
-
-	memset(&st, 0, sizeof st);
-	rs_kstatus_from_json(&st, 0, obj);
 	snprintf(s->end->why, sizeof s->end->why, "%s: %s (code %ld)",
-	    st.reason, st.message, st.code);
-	if (st.code == 410 || strcmp(st.reason, "Expired") == 0 ||
-	    strcmp(st.reason, "Gone") == 0)
+	    st->reason, st->message, st->code);
+	if (st->code == 410 || strcmp(st->reason, "Expired") == 0 ||
+	    strcmp(st->reason, "Gone") == 0)
 		s->end->expired = 1;
-	rs_kstatus_clear(&st);
+	rs_kstatus_clear(st);
 	/* not RS_EAGAIN: rs_kube_stream takes that as its own retry */
 	return RS_EAPI;
 }
@@ -76,8 +74,8 @@ on_object(struct stream *s, const char *type, const char *line,
 static rs_code
 on_error_text(struct stream *s, const char *line, struct rs_jspan obj)
 {
+	struct rs_kstatus st;
 	cJSON *o = NULL;
-	rs_code rc;
 
 	if (rs_json_parse(line + obj.off, obj.end - obj.off, &o, NULL) !=
 	    RS_OK) {
@@ -85,9 +83,10 @@ on_error_text(struct stream *s, const char *line, struct rs_jspan obj)
 		    "a watch event that is not JSON");
 		return RS_EPARSE;
 	}
-	rc = on_error(s, o);
+	memset(&st, 0, sizeof st);
+	rs_kstatus_from_json(&st, 0, o);
 	cJSON_Delete(o);
-	return rc;
+	return on_error(s, &st);
 }
 
 /* The bookmark of a streaming list that says every object was sent. */
@@ -157,13 +156,16 @@ envelope(const char *line, struct rs_jspan ev, struct rs_jspan *type,
  * again from the last event applied, so nothing is skipped. The line is
  * checked whole before anything of it is used, so that nothing is printed
  * of a line that turns out to be malformed. */
+static rs_code on_event(struct stream *s, const char *type,
+    const char *line, struct rs_jspan obj);
+
 static rs_code
 on_line(void *arg, char *line, size_t len)
 {
 	struct stream *s = arg;
 	struct rs_jspan ev, tv, obj;
 	char type[64];
-	rs_code rc = RS_OK;
+	rs_code rc;
 
 	if (rs_jscan_doc(line, len, &ev, NULL) != RS_OK) {
 		snprintf(s->end->why, sizeof s->end->why,
@@ -180,13 +182,122 @@ on_line(void *arg, char *line, size_t len)
 	rs_jscan_unescape(line, tv, type, sizeof type, NULL);
 	if (strcmp(type, "ERROR") == 0) {
 		rc = on_error_text(s, line, obj);
-	} else if (strcmp(type, "BOOKMARK") == 0) {
+		if (rc == RS_OK)
+			s->end->events++;
+		return rc;
+	}
+	return on_event(s, type, line, obj);
+}
+
+/* An event but ERROR, its object in text. */
+static rs_code
+on_event(struct stream *s, const char *type, const char *line,
+    struct rs_jspan obj)
+{
+	rs_code rc = RS_OK;
+
+	if (strcmp(type, "BOOKMARK") == 0) {
 		rc = on_bookmark(s, line, obj);
 	} else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
 	    strcmp(type, "DELETED") == 0) {
 		rc = on_object(s, type, line, obj);
 	} else {
 		rs_warn("ignoring a watch event of unknown type '%.32s'", type);
+	}
+	if (rc == RS_OK)
+		s->end->events++;
+	return rc;
+}
+
+/* A watch event in protobuf: type 1, object 2 (a RawExtension, whose
+ * raw 1 holds the object in its envelope). */
+static rs_code
+event_parts(const char *frame, size_t len, struct rs_pbspan *type,
+    struct rs_pbunknown *u)
+{
+	struct rs_pbspan ev = { (const unsigned char *)frame, len }, raw = {0};
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	rs_code rc;
+
+	type->p = NULL;
+	type->len = 0;
+	rs_pb_iter(&it, ev);
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
+		if (f.wire == RS_PB_BYTES && f.num == 1)
+			*type = f.s;
+		else if (f.wire == RS_PB_BYTES && f.num == 2)
+			raw = f.s;
+	if (rc != RS_EEOF || type->p == NULL || raw.p == NULL)
+		return RS_EPARSE;
+	rs_pb_iter(&it, raw);
+	raw.p = NULL;
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
+		if (f.wire == RS_PB_BYTES && f.num == 1)
+			raw = f.s;
+	if (rc != RS_EEOF || raw.p == NULL)
+		return RS_EPARSE;
+	return rs_pb_unknown(raw, u);
+}
+
+/* The ERROR of a stream in protobuf: its Status. */
+static rs_code
+on_error_pb(struct stream *s, const struct rs_pbunknown *u)
+{
+	struct rs_kstatus st;
+
+	memset(&st, 0, sizeof st);
+	if (!rs_pb_eq(u->kind, "Status") ||
+	    rs_kstatus_from_pb(&st, 0, u->raw) != RS_OK) {
+		rs_kstatus_clear(&st);
+		snprintf(s->end->why, sizeof s->end->why,
+		    "a watch ERROR event without a Status");
+		return RS_EPARSE;
+	}
+	return on_error(s, &st);
+}
+
+/* An event of a stream in protobuf: its pod read as the JSON of the
+ * fields we print (pbpod.h), then taken as an event in JSON is. */
+static rs_code
+on_frame(void *arg, char *frame, size_t len)
+{
+	struct stream *s = arg;
+	struct reflector *r = s->r;
+	struct rs_pbspan tv;
+	struct rs_pbunknown u;
+	struct rs_jspan obj;
+	char type[64];
+	rs_code rc;
+
+	if (event_parts(frame, len, &tv, &u) != RS_OK) {
+		snprintf(s->end->why, sizeof s->end->why,
+		    "a watch event that is not protobuf");
+		return RS_EPARSE;
+	}
+	snprintf(type, sizeof type, "%.*s", (int)tv.len, (const char *)tv.p);
+	if (strcmp(type, "ERROR") == 0) {
+		rc = on_error_pb(s, &u);
+	} else if (!rs_pb_eq(u.kind, "Pod")) {
+		snprintf(s->end->why, sizeof s->end->why,
+		    "a %s event of kind %.*s, not Pod", type,
+		    (int)(u.kind.len > 64 ? 64 : u.kind.len),
+		    (const char *)u.kind.p);
+		return RS_EPARSE;
+	} else {
+		r->pbtext.len = 0;
+		rc = pbpod_json(&r->pbtext, u.raw, u.api_version, u.kind,
+		    r->o->trim);
+		if (rc == RS_EPARSE) {
+			snprintf(s->end->why, sizeof s->end->why,
+			    "a %s event whose pod is not protobuf", type);
+			return RS_EPARSE;
+		}
+		if (rc != RS_OK)
+			return rc;
+		obj.off = 0;
+		obj.end = r->pbtext.len;
+		return on_event(s, type, r->pbtext.p, obj);
 	}
 	if (rc == RS_OK)
 		s->end->events++;
@@ -247,8 +358,9 @@ watch_run(struct reflector *r, struct watch_end *end, struct rs_kresp *resp)
 	rs_info(4, "GET %s", url);
 	t0 = rs_mono_ns();
 	/* the client's bound: the server's timeout and some slack */
-	rc = rs_kube_stream(r->o->kube, url, (timeout + 30) * 1000L, on_line,
-	    &s, &batch, &r->stop, resp);
+	rc = (r->pb ? rs_kube_stream_pb : rs_kube_stream)(r->o->kube, url,
+	    (timeout + 30) * 1000L, r->pb ? on_frame : on_line, &s, &batch,
+	    &r->stop, resp);
 	end->ns = rs_mono_ns() - t0;
 	free(url);
 	return rc;

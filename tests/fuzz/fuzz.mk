@@ -14,7 +14,7 @@ FLDLIBS   := $(shell pkg-config --libs $(PKGS)) -lpthread -lm
 
 LIB_OBJ   := $(patsubst %.c,$(FB)/obj/%.o,$(wildcard libcommon/*.c))
 SYNC_OBJ  := $(patsubst %.c,$(FB)/obj/%.o,$(filter-out bin/rs-sync/main.c,$(wildcard bin/rs-sync/*.c)))
-TARGETS   := events intent queue_proto selector kubeconfig jscan
+TARGETS   := events intent queue_proto selector kubeconfig jscan pbpod
 
 all: $(TARGETS:%=$(FB)/fuzz_%)
 
@@ -26,6 +26,7 @@ $(FB)/obj/tests/fuzz/fuzz_events.o: FCFLAGS += -Ibin/rs-sync
 $(FB)/obj/tests/fuzz/fuzz_intent.o: FCFLAGS += -Ibin/rs-apply
 $(FB)/obj/tests/fuzz/fuzz_queue_proto.o: FCFLAGS += -Ibin/rs-queue
 $(FB)/obj/tests/fuzz/fuzz_jscan.o: FCFLAGS += -Ibin/rs-watch
+$(FB)/obj/tests/fuzz/fuzz_pbpod.o: FCFLAGS += -Ibin/rs-watch
 
 define link
 	@mkdir -p $(dir $@)
@@ -42,7 +43,9 @@ $(FB)/fuzz_selector: $(FB)/obj/tests/fuzz/fuzz_selector.o $(LIB_OBJ)
 	$(link)
 $(FB)/fuzz_kubeconfig: $(FB)/obj/tests/fuzz/fuzz_kubeconfig.o $(LIB_OBJ)
 	$(link)
-$(FB)/fuzz_jscan: $(FB)/obj/tests/fuzz/fuzz_jscan.o $(FB)/obj/bin/rs-watch/event.o $(FB)/obj/bin/rs-watch/seen.o $(LIB_OBJ)
+$(FB)/fuzz_jscan: $(FB)/obj/tests/fuzz/fuzz_jscan.o $(FB)/obj/bin/rs-watch/event.o $(FB)/obj/bin/rs-watch/linebuf.o $(FB)/obj/bin/rs-watch/seen.o $(LIB_OBJ)
+	$(link)
+$(FB)/fuzz_pbpod: $(FB)/obj/tests/fuzz/fuzz_pbpod.o $(FB)/obj/bin/rs-watch/pbpod.o $(FB)/obj/bin/rs-watch/linebuf.o $(LIB_OBJ)
 	$(link)
 
 -include $(shell find $(FB)/obj -name '*.d' 2>/dev/null)

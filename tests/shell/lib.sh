@@ -108,7 +108,8 @@ oneTimeTearDown() {
 # start_controller [EXTRA RS-APPLY FLAGS...]: rs-queue serve plus the
 # pipeline rs-watch | rs-sync | rs-apply, logs and intents in $TMP. A second
 # rs-watch records every pod event in $TMP/pods.ndjson (see pod_adds).
-# RS_RELAY, when set, is a command put between rs-watch and rs-sync.
+# RS_RELAY, when set, is a command put between rs-watch and rs-sync. The
+# pipeline's rs-watch reads pods in protobuf, as rs-pipeline's does.
 start_controller() {
   RS_QUEUE_SOCK=$RS_STATE_DIR/queue.sock
   rs_bg rs-queue serve --socket "$RS_QUEUE_SOCK" 2>"$TMP/queue.log"
@@ -117,7 +118,7 @@ start_controller() {
   # a process group of its own, so that stop_controller stops every stage
   TMP=$TMP RS_WATCH_FLAGS=${RS_WATCH_FLAGS:-} RS_RESOURCES=${RS_RESOURCES:-replicasets pods} \
   RS_SYNC_FLAGS=${RS_SYNC_FLAGS:-} RS_RELAY=${RS_RELAY:-} setsid bash -c '
-    eval "rs-watch \$RS_WATCH_FLAGS \$RS_RESOURCES 2>\"\$TMP/watch.log\" ${RS_RELAY:+| $RS_RELAY} |
+    eval "rs-watch --protobuf \$RS_WATCH_FLAGS \$RS_RESOURCES 2>\"\$TMP/watch.log\" ${RS_RELAY:+| $RS_RELAY} |
     rs-sync -v 2 \$RS_SYNC_FLAGS 2>\"\$TMP/sync.log\" | tee \"\$TMP/intents.ndjson\" |
     rs-apply -v 2 \"\$@\" 2>\"\$TMP/apply.log\""' rs-pipeline "$@" &
   RS_PIPELINE=$!

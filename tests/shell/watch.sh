@@ -1,8 +1,8 @@
 #!/bin/bash
 # watch.sh: rs-watch against the real test apiserver: paginated lists, event
 # order, reconnects across an apiserver restart, relist after 410 with the
-# missed deletions, streaming lists cut short, signals, trimming, a closed
-# pipe, flags.
+# missed deletions, streaming lists cut short, signals, trimming, pods in
+# protobuf against the same in JSON, a closed pipe, flags.
 . "$(dirname "$0")/lib.sh"
 
 CLUSTER=$top/tests/env/cluster
@@ -594,6 +594,124 @@ test_managed_fields_trimmed_unless_no_trim() {
     "$(jq -r 'select(.object.metadata.managedFields != null) | 1' "$OUT" | wc -l)"
   assertEquals "kept with --no-trim: listed and watched" 2 \
     "$(jq -r 'select(.object.metadata.managedFields | length > 0) | .object.metadata.name' "$OUT.full" | sort -u | wc -l)"
+}
+
+# pod_proj: the fields of a pod that --protobuf prints (rs-watch(1)), cut
+# from the whole pod that JSON gives: what the protobuf side must equal.
+pod_proj='def some(f): if . == null then null else map(f) end;
+  def drop_nulls: with_entries(select(.value != null));
+  {apiVersion, kind, metadata,
+   spec: (.spec // null | if . == null then null else {nodeName: (.nodeName // null | if . == "" then null else . end),
+     initContainers: (.initContainers | some({name, restartPolicy} | drop_nulls))} | drop_nulls end),
+   status: (.status // null | if . == null then null else {phase: (.phase // null | if . == "" then null else . end),
+     conditions: (.conditions | some({type, status, lastTransitionTime})),
+     containerStatuses: (.containerStatuses | some({name, ready, restartCount})),
+     initContainerStatuses: (.initContainerStatuses | some({name, ready, restartCount}))} | drop_nulls end)}
+  | with_entries(select(.value != null))'
+
+# events_of FILE [PROJECT]: FILE's object events, one a line, keys sorted:
+# type, final_state_unknown, ref_managers, the object (its projection).
+events_of() {
+  jq -cS --arg p "${2:-}" "select(.object) | {type, final_state_unknown, ref_managers,
+    object: (if \$p == \"project\" then .object | $pod_proj else .object end)}" "$1"
+}
+
+# --protobuf reads pods in protobuf and prints, of each, the fields the
+# controller reads, each as JSON has it: the same events as a watcher in
+# JSON, object for object, through a streaming list, pages, watch events
+# (a change of labels, of status, a deletion that waits on a finalizer),
+# a relist after 410 and a SIGHUP snapshot; --no-trim keeps managedFields
+# whole, as JSON does.
+test_protobuf_prints_what_json_does() {
+  need_cluster || return
+  . "$RS_TEST_CLUSTER/env"
+  ns=$(new_ns wpb)
+  cat >"$TMP/pbpod.json" <<'JSON'
+{"metadata":{"name":"rich","labels":{"app":"x","tier":"y"},
+  "annotations":{"controller.kubernetes.io/pod-deletion-cost":"7","note":"caf\u00e9 \"q\" \\ \t<&>"},
+  "ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs1",
+    "uid":"11111111-2222-3333-4444-555555555555","controller":true,"blockOwnerDeletion":true},
+   {"apiVersion":"v1","kind":"ConfigMap","name":"other","uid":"66666666-2222-3333-4444-555555555555"}]},
+ "spec":{"nodeName":"n1","initContainers":[{"name":"side","image":"i","restartPolicy":"Always"},
+   {"name":"once","image":"i"}],"containers":[{"name":"c","image":"i"},{"name":"d","image":"i"}]}}
+JSON
+  api_curl -o /dev/null -H 'Content-Type: application/json' -d @"$TMP/pbpod.json" \
+    "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$ns/pods"
+  api_curl -o /dev/null -X PATCH -H 'Content-Type: application/merge-patch+json' \
+    "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$ns/pods/rich/status" -d '{"status":{"phase":"Running",
+    "conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-11-26T01:02:03Z"},
+      {"type":"PodScheduled","status":"True"}],
+    "containerStatuses":[{"name":"c","image":"i","imageID":"","ready":true,"restartCount":3,"state":{"running":{}}},
+      {"name":"d","image":"i","imageID":"","ready":false,"restartCount":0,"state":{}}],
+    "initContainerStatuses":[{"name":"side","image":"i","imageID":"","ready":true,"restartCount":5,"state":{}}]}}'
+  for i in 1 2 3 4 5; do pod "$ns" q$i; done
+  all=
+  for mode in stream pages; do
+    for trim in "" --no-trim; do
+      for wire in json pb; do
+        rs_bg rs-watch -v 2 --backoff-max 1s --list $mode --page-size 2 $trim \
+          $([ $wire = pb ] && echo --protobuf) -n "$ns" pods >"$OUT.$mode$trim.$wire" 2>"$OUT.$mode$trim.$wire.log"
+        all="$all $!"
+      done
+    done
+  done
+  for f in "$OUT".*.json "$OUT".*.pb; do
+    assertTrue "SYNCED: $f" "wait_for 20 synced_n $f 1"
+  done
+  assertTrue "pages in protobuf" "grep -q 'listed 6 pods in 3 pages' $OUT.pages.pb.log"
+  assertTrue "a stream in protobuf" "grep -q 'listed 6 pods in 1 stream' $OUT.stream.pb.log"
+  kubectl -n "$ns" label pod rich seen=yes >/dev/null
+  api_curl -o /dev/null -X PATCH -H 'Content-Type: application/merge-patch+json' \
+    "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$ns/pods/q1/status" \
+    -d '{"status":{"conditions":[{"type":"Ready","status":"True","lastTransitionTime":"2026-11-26T03:04:05Z"}]}}'
+  kubectl -n "$ns" patch pod q2 --type merge -p '{"metadata":{"finalizers":["example.com/hold"]}}' >/dev/null
+  kubectl -n "$ns" delete pod q2 --wait=false >/dev/null
+  kubectl -n "$ns" delete pod q3 --wait=false >/dev/null
+  kubectl -n "$ns" patch pod q2 --type merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+  # a relist after 410, for every watcher: all of them stopped, so that
+  # each pair lives through the same events
+  for f in "$OUT".*.json "$OUT".*.pb; do
+    assertTrue "q2 deleted: $f" "wait_for 20 has_line $f '.type == \"DELETED\" and .object.metadata.name == \"q2\"'"
+  done
+  kill -STOP $all
+  "$CLUSTER" stop-apiserver "$RS_TEST_CLUSTER"
+  "$CLUSTER" start-apiserver "$RS_TEST_CLUSTER"
+  kubectl -n "$ns" delete pod q4 --wait=false >/dev/null
+  kubectl -n "$ns" label pod q5 seen=no >/dev/null
+  pod "$ns" q6
+  "$CLUSTER" restart-apiserver "$RS_TEST_CLUSTER"
+  "$CLUSTER" compact "$RS_TEST_CLUSTER" >/dev/null
+  kill -CONT $all
+  for f in "$OUT".*.json "$OUT".*.pb; do
+    assertTrue "relisted after 410: $f" "wait_for 60 grep -q 'relisting after 410' $f.log"
+    assertTrue "the stream equals the server: $f" "wait_for 30 same_state $f $ns"
+  done
+  set -- $all
+  kill -HUP "$1" "$2"
+  for wire in json pb; do
+    assertTrue "the snapshot's SYNCED ($wire)" "wait_for 20 synced_n $OUT.stream.$wire 2"
+  done
+  pod "$ns" zz
+  for f in "$OUT".*.json "$OUT".*.pb; do
+    assertTrue "the last pod: $f" "wait_for 20 grep -q '\"name\":\"zz\"' $f"
+  done
+  for pair in stream stream--no-trim pages pages--no-trim; do
+    events_of "$OUT.$pair.json" project >"$OUT.$pair.want"
+    events_of "$OUT.$pair.pb" >"$OUT.$pair.got"
+    assertTrue "$pair: some events" "[ $(wc -l <"$OUT.$pair.got") -ge 10 ]"
+    assertEquals "$pair: protobuf prints what JSON does" "" \
+      "$(diff "$OUT.$pair.want" "$OUT.$pair.got" | head -20)"
+  done
+  assertEquals "no error logged in protobuf" "" \
+    "$(cat "$OUT".*.pb.log | grep -E 'not protobuf|not a pod|error' | head -3)"
+  assertTrue "the deletion-cost annotation and the owners are there" \
+    "has_line $OUT.stream.pb '.object.metadata.annotations[\"controller.kubernetes.io/pod-deletion-cost\"] == \"7\" and (.object.metadata.ownerReferences | length) == 2'"
+  assertTrue "a MODIFIED with a deletionTimestamp" \
+    "has_line $OUT.stream.pb '.type == \"MODIFIED\" and .object.metadata.deletionTimestamp != null'"
+  assertTrue "the ref_managers of the rich pod" \
+    "has_line $OUT.stream.pb '.object.metadata.name == \"rich\" and .ref_managers == [\"curl\"]'"
+  assertTrue "managedFields kept by --no-trim" \
+    "has_line $OUT.stream--no-trim.pb '(.object.metadata.managedFields | length) > 0'"
 }
 
 test_several_resources_share_one_stream() {

@@ -1,0 +1,523 @@
+/* pbpod.c: the fields of a pod that the controller reads, from protobuf
+ * to JSON. Field numbers are those of k8s.io/api/core/v1 and
+ * k8s.io/apimachinery/pkg/apis/meta/v1 (generated.proto): fixed for
+ * good, as protobuf's compatibility rules require. A field that comes
+ * twice counts as protobuf has it: the last one. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "jscan.h"
+#include "pbpod.h"
+#include "utf8.h"
+
+/* The JSON being written; the first failure sticks and ends every write
+ * after it. */
+struct jw {
+	struct linebuf *b;
+	rs_code rc;
+	int first;               /* no member yet in the innermost container */
+	int trim;                /* managedFields will be cut: only what says
+	                            who set the owners is needed of it */
+};
+
+static void
+raw(struct jw *w, const char *s, size_t n)
+{
+	if (w->rc == RS_OK && (w->rc = linebuf_reserve(w->b, n)) == RS_OK)
+		linebuf_put(w->b, s, n);
+}
+
+/* As Go's encoder writes a string: each byte that is not valid UTF-8
+ * becomes U+FFFD, so that the text is JSON that a strict reader takes. */
+static void
+str(struct jw *w, struct rs_pbspan s)
+{
+	const unsigned char *p = s.p, *end = s.p + s.len;
+	size_t n, run;
+
+	raw(w, "\"", 1);
+	while (w->rc == RS_OK && p < end) {
+		for (run = 0; p + run < end; run += n)
+			if ((n = rs_utf8_seq(p + run, end - p - run)) == 0)
+				break;
+		if (run > 0 && (w->rc = linebuf_reserve(w->b,
+		    linebuf_quoted_max(run))) == RS_OK)
+			linebuf_put_escaped(w->b, (const char *)p, run);
+		p += run;
+		if (p < end) {
+			raw(w, "\\ufffd", 6);
+			p++;
+		}
+	}
+	raw(w, "\"", 1);
+}
+
+static void
+key(struct jw *w, const char *name)
+{
+	if (!w->first)
+		raw(w, ",", 1);
+	w->first = 0;
+	raw(w, "\"", 1);
+	raw(w, name, strlen(name));
+	raw(w, "\":", 2);
+}
+
+/* Opens a container; what it returns goes to close_. */
+static int
+open_(struct jw *w, const char *bracket)
+{
+	int outer = w->first;
+
+	raw(w, bracket, 1);
+	w->first = 1;
+	return outer;
+}
+
+static void
+close_(struct jw *w, const char *bracket, int outer)
+{
+	raw(w, bracket, 1);
+	w->first = outer;
+}
+
+/* An element of a list: its comma. */
+static void
+elem(struct jw *w)
+{
+	if (!w->first)
+		raw(w, ",", 1);
+	w->first = 0;
+}
+
+static void
+num(struct jw *w, long long v)
+{
+	char buf[24];
+	int n = snprintf(buf, sizeof buf, "%lld", v);
+
+	raw(w, buf, (size_t)n);
+}
+
+static void
+boolean(struct jw *w, uint64_t v)
+{
+	if (v)
+		raw(w, "true", 4);
+	else
+		raw(w, "false", 5);
+}
+
+static void
+str_member(struct jw *w, const char *name, struct rs_pbspan s)
+{
+	key(w, name);
+	str(w, s);
+}
+
+/* A string member that JSON leaves out when empty (omitempty). */
+static void
+str_omitempty(struct jw *w, const char *name, struct rs_pbspan s)
+{
+	if (s.len > 0)
+		str_member(w, name, s);
+}
+
+/* The fields numbered below FIELDS_MAX of a message, the last of each
+ * number, and how many of each are length-delimited (the elements of a
+ * repeated field); bad: the message does not parse. */
+#define FIELDS_MAX 32
+struct fields {
+	struct rs_pbspan msg;
+	struct rs_pbfield f[FIELDS_MAX];
+	uint32_t n[FIELDS_MAX];
+	uint32_t have;           /* bit n: field n came */
+	int bad;
+};
+
+static void
+fields_read(struct fields *fs, struct rs_pbspan m)
+{
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+	rs_code rc;
+
+	fs->msg = m;
+	fs->have = 0;
+	memset(fs->n, 0, sizeof fs->n);
+	rs_pb_iter(&it, m);
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
+		if (f.num < FIELDS_MAX) {
+			fs->f[f.num] = f;
+			fs->have |= 1u << f.num;
+			fs->n[f.num] += f.wire == RS_PB_BYTES;
+		}
+	fs->bad = rc != RS_EEOF;
+}
+
+/* Field n, when it came with wire type wire. */
+static int
+has(const struct fields *fs, uint32_t n, enum rs_pbwire wire)
+{
+	return (fs->have >> n & 1) && fs->f[n].wire == wire;
+}
+
+/* Field n's bytes; none (empty, not NULL: a span is never NULL). */
+static struct rs_pbspan
+bytes_of(const struct fields *fs, uint32_t n)
+{
+	static const unsigned char nothing[1];
+	struct rs_pbspan none = { nothing, 0 };
+
+	return has(fs, n, RS_PB_BYTES) ? fs->f[n].s : none;
+}
+
+static uint64_t
+varint_of(const struct fields *fs, uint32_t n)
+{
+	return has(fs, n, RS_PB_VARINT) ? fs->f[n].v : 0;
+}
+
+/* metav1.Time: seconds and nanos since the epoch; an empty message is
+ * the zero time, which JSON writes null. JSON has seconds only. */
+static void
+timestamp(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	char buf[32];
+	struct tm tm;
+	time_t t;
+
+	fields_read(&fs, m);
+	if (fs.bad) {
+		w->rc = RS_EPARSE;
+		return;
+	}
+	if (m.len == 0) {
+		raw(w, "null", 4);
+		return;
+	}
+	t = (time_t)(int64_t)varint_of(&fs, 1);
+	if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 > 9999 ||
+	    tm.tm_year + 1900 < 0) {
+		w->rc = RS_EPARSE;
+		return;
+	}
+	strftime(buf, sizeof buf, "\"%Y-%m-%dT%H:%M:%SZ\"", &tm);
+	raw(w, buf, strlen(buf));
+}
+
+/* Calls fn for each field number n of m, in order. */
+static void
+each(struct jw *w, struct rs_pbspan m, uint32_t n,
+    void (*fn)(struct jw *, struct rs_pbspan))
+{
+	struct rs_pbiter it;
+	struct rs_pbfield f;
+
+	rs_pb_iter(&it, m);
+	while (w->rc == RS_OK && rs_pb_next(&it, &f) == RS_OK)
+		if (f.num == n && f.wire == RS_PB_BYTES)
+			fn(w, f.s);
+}
+
+/* name: [fn(each field n)...], left out when there is none. */
+static void
+list(struct jw *w, const char *name, const struct fields *fs, uint32_t n,
+    void (*fn)(struct jw *, struct rs_pbspan))
+{
+	int outer;
+
+	if (fs->n[n] == 0)
+		return;
+	key(w, name);
+	outer = open_(w, "[");
+	each(w, fs->msg, n, fn);
+	close_(w, "]", outer);
+}
+
+/* A map<string,string> entry: key 1, value 2, as a member. */
+static void
+map_entry(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+
+	fields_read(&fs, m);
+	if (fs.bad) {
+		w->rc = RS_EPARSE;
+		return;
+	}
+	elem(w);
+	str(w, bytes_of(&fs, 1));
+	raw(w, ":", 1);
+	str(w, bytes_of(&fs, 2));
+}
+
+static void
+map(struct jw *w, const char *name, const struct fields *fs, uint32_t n)
+{
+	int outer;
+
+	if (fs->n[n] == 0)
+		return;
+	key(w, name);
+	outer = open_(w, "{");
+	each(w, fs->msg, n, map_entry);
+	close_(w, "}", outer);
+}
+
+static void
+string_elem(struct jw *w, struct rs_pbspan s)
+{
+	elem(w);
+	str(w, s);
+}
+
+/* Reads m into fs and opens its object: the member name, or (NULL) an
+ * element of a list. 0 when m is bad. */
+static int
+open_msg(struct jw *w, struct fields *fs, struct rs_pbspan m,
+    const char *name, int *outer)
+{
+	fields_read(fs, m);
+	if (fs->bad) {
+		w->rc = RS_EPARSE;
+		return 0;
+	}
+	if (name)
+		key(w, name);
+	else
+		elem(w);
+	*outer = open_(w, "{");
+	return 1;
+}
+
+static void
+owner_ref(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, NULL, &outer))
+		return;
+	str_member(w, "apiVersion", bytes_of(&fs, 5));
+	str_member(w, "kind", bytes_of(&fs, 1));
+	str_member(w, "name", bytes_of(&fs, 3));
+	str_member(w, "uid", bytes_of(&fs, 4));
+	if (has(&fs, 6, RS_PB_VARINT)) {
+		key(w, "controller");
+		boolean(w, fs.f[6].v);
+	}
+	if (has(&fs, 7, RS_PB_VARINT)) {
+		key(w, "blockOwnerDeletion");
+		boolean(w, fs.f[7].v);
+	}
+	close_(w, "}", outer);
+}
+
+/* fieldsV1 holds JSON as bytes: written as it is when it is JSON. */
+static void
+fields_v1(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	struct rs_pbspan rawjson;
+	struct rs_jspan v;
+
+	fields_read(&fs, m);
+	rawjson = bytes_of(&fs, 1);
+	if (fs.bad || (rawjson.len > 0 && rs_jscan_doc((const char *)rawjson.p,
+	    rawjson.len, &v, NULL) != RS_OK))
+		return;
+	key(w, "fieldsV1");
+	if (rawjson.len == 0)
+		raw(w, "null", 4);
+	else
+		raw(w, (const char *)rawjson.p + v.off, v.end - v.off);
+}
+
+/* Whether fieldsV1 may own ownerReferences: without the name anywhere in
+ * it, it surely does not. */
+static int
+may_own_refs(const struct fields *fs)
+{
+	static const char name[] = "\"f:ownerReferences\"";
+	struct fields fv;
+	struct rs_pbspan raw;
+
+	if (!has(fs, 7, RS_PB_BYTES))
+		return 0;
+	fields_read(&fv, fs->f[7].s);
+	raw = bytes_of(&fv, 1);
+	return raw.len > 0 && memmem(raw.p, raw.len, name, sizeof name - 1);
+}
+
+/* An entry of managedFields; trimmed, only its manager and fieldsV1, and
+ * only when that may own the owners: all the cut leaves of it is who set
+ * them (event.h, ref_managers). */
+static void
+managed_entry(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (w->trim) {
+		fields_read(&fs, m);
+		if (fs.bad || !may_own_refs(&fs))
+			return;
+		elem(w);
+		outer = open_(w, "{");
+		str_omitempty(w, "manager", bytes_of(&fs, 1));
+		fields_v1(w, fs.f[7].s);
+		close_(w, "}", outer);
+		return;
+	}
+	if (!open_msg(w, &fs, m, NULL, &outer))
+		return;
+	str_omitempty(w, "manager", bytes_of(&fs, 1));
+	str_omitempty(w, "operation", bytes_of(&fs, 2));
+	str_omitempty(w, "apiVersion", bytes_of(&fs, 3));
+	if (has(&fs, 4, RS_PB_BYTES)) {
+		key(w, "time");
+		timestamp(w, fs.f[4].s);
+	}
+	str_omitempty(w, "fieldsType", bytes_of(&fs, 6));
+	if (has(&fs, 7, RS_PB_BYTES))
+		fields_v1(w, fs.f[7].s);
+	str_omitempty(w, "subresource", bytes_of(&fs, 8));
+	close_(w, "}", outer);
+}
+
+/* ObjectMeta, whole. */
+static void
+metadata(struct jw *w, struct rs_pbspan m)
+{
+	static const char *const strs[] = { NULL, "name", "generateName",
+	    "namespace", "selfLink", "uid", "resourceVersion" };
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, "metadata", &outer))
+		return;
+	for (uint32_t n = 1; n <= 6; n++)
+		str_omitempty(w, strs[n], bytes_of(&fs, n));
+	if (varint_of(&fs, 7) != 0) {
+		key(w, "generation");
+		num(w, (long long)(int64_t)varint_of(&fs, 7));
+	}
+	/* a struct, not a pointer: JSON always has it, null when zero */
+	key(w, "creationTimestamp");
+	timestamp(w, bytes_of(&fs, 8));
+	if (has(&fs, 9, RS_PB_BYTES)) {
+		key(w, "deletionTimestamp");
+		timestamp(w, fs.f[9].s);
+	}
+	if (has(&fs, 10, RS_PB_VARINT)) {
+		key(w, "deletionGracePeriodSeconds");
+		num(w, (long long)(int64_t)fs.f[10].v);
+	}
+	map(w, "labels", &fs, 11);
+	map(w, "annotations", &fs, 12);
+	list(w, "ownerReferences", &fs, 13, owner_ref);
+	list(w, "finalizers", &fs, 14, string_elem);
+	list(w, "managedFields", &fs, 17, managed_entry);
+	close_(w, "}", outer);
+}
+
+static void
+init_container(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, NULL, &outer))
+		return;
+	str_member(w, "name", bytes_of(&fs, 1));
+	if (has(&fs, 24, RS_PB_BYTES))
+		str_member(w, "restartPolicy", fs.f[24].s);
+	close_(w, "}", outer);
+}
+
+static void
+spec(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, "spec", &outer))
+		return;
+	str_omitempty(w, "nodeName", bytes_of(&fs, 10));
+	list(w, "initContainers", &fs, 20, init_container);
+	close_(w, "}", outer);
+}
+
+static void
+condition(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, NULL, &outer))
+		return;
+	str_member(w, "type", bytes_of(&fs, 1));
+	str_member(w, "status", bytes_of(&fs, 2));
+	key(w, "lastTransitionTime");
+	timestamp(w, bytes_of(&fs, 4));
+	close_(w, "}", outer);
+}
+
+static void
+container_status(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, NULL, &outer))
+		return;
+	str_member(w, "name", bytes_of(&fs, 1));
+	key(w, "ready");
+	boolean(w, varint_of(&fs, 4));
+	key(w, "restartCount");
+	num(w, (int32_t)varint_of(&fs, 5));
+	close_(w, "}", outer);
+}
+
+static void
+status(struct jw *w, struct rs_pbspan m)
+{
+	struct fields fs;
+	int outer;
+
+	if (!open_msg(w, &fs, m, "status", &outer))
+		return;
+	str_omitempty(w, "phase", bytes_of(&fs, 1));
+	list(w, "conditions", &fs, 2, condition);
+	list(w, "containerStatuses", &fs, 8, container_status);
+	list(w, "initContainerStatuses", &fs, 10, container_status);
+	close_(w, "}", outer);
+}
+
+rs_code
+pbpod_json(struct linebuf *b, struct rs_pbspan pod,
+    struct rs_pbspan api_version, struct rs_pbspan kind, int trim)
+{
+	struct jw w = { b, RS_OK, 1, trim };
+	struct fields fs;
+
+	fields_read(&fs, pod);
+	if (fs.bad)
+		return RS_EPARSE;
+	raw(&w, "{", 1);
+	if (api_version.p)
+		str_member(&w, "apiVersion", api_version);
+	if (kind.p)
+		str_member(&w, "kind", kind);
+	if (has(&fs, 1, RS_PB_BYTES))
+		metadata(&w, fs.f[1].s);
+	if (has(&fs, 2, RS_PB_BYTES))
+		spec(&w, fs.f[2].s);
+	if (has(&fs, 3, RS_PB_BYTES))
+		status(&w, fs.f[3].s);
+	raw(&w, "}", 1);
+	return w.rc;
+}
