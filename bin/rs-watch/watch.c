@@ -276,32 +276,25 @@ on_frame(void *arg, char *frame, size_t len)
 		return RS_EPARSE;
 	}
 	snprintf(type, sizeof type, "%.*s", (int)tv.len, (const char *)tv.p);
-	if (strcmp(type, "ERROR") == 0) {
-		rc = on_error_pb(s, &u);
-	} else if (!rs_pb_eq(u.kind, "Pod")) {
+	if (strcmp(type, "ERROR") == 0)
+		return on_error_pb(s, &u);
+	if (!rs_pb_eq(u.kind, "Pod")) {
 		snprintf(s->end->why, sizeof s->end->why,
 		    "a %s event of kind %.*s, not Pod", type,
 		    (int)(u.kind.len > 64 ? 64 : u.kind.len),
-		    (const char *)u.kind.p);
+		    u.kind.p ? (const char *)u.kind.p : "");
 		return RS_EPARSE;
-	} else {
-		r->pbtext.len = 0;
-		rc = pbpod_json(&r->pbtext, u.raw, u.api_version, u.kind,
-		    r->o->trim);
-		if (rc == RS_EPARSE) {
-			snprintf(s->end->why, sizeof s->end->why,
-			    "a %s event whose pod is not protobuf", type);
-			return RS_EPARSE;
-		}
-		if (rc != RS_OK)
-			return rc;
-		obj.off = 0;
-		obj.end = r->pbtext.len;
-		return on_event(s, type, r->pbtext.p, obj);
 	}
-	if (rc == RS_OK)
-		s->end->events++;
-	return rc;
+	r->pbtext.len = 0;
+	rc = pbpod_json(&r->pbtext, u.raw, u.api_version, u.kind, r->o->trim);
+	if (rc == RS_EPARSE)
+		snprintf(s->end->why, sizeof s->end->why,
+		    "a %s event whose pod is not protobuf", type);
+	if (rc != RS_OK)
+		return rc;
+	obj.off = 0;
+	obj.end = r->pbtext.len;
+	return on_event(s, type, r->pbtext.p, obj);
 }
 
 /* The events read so far are all out: write them in one go. Not in a
