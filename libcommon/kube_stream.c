@@ -2,6 +2,7 @@
  * arrive. One line is held at a time, at most KUBE_MAX_LINE bytes: a
  * longer one stops the stream with RS_ETOOBIG rather than growing without
  * bound (a watch cannot skip an event and stay consistent). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,15 +84,36 @@ frame_emit(struct kreq *r)
 	return 0;
 }
 
+/* A stream of frames is protobuf: a server (or a proxy) that answers in
+ * anything else would have its text read as lengths. */
+static int
+frames_checked(struct kreq *r)
+{
+	char *ct = NULL;
+
+	if (r->lines > 0 || r->line_len > 0)
+		return 0;
+	curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+	if (ct && strncmp(ct, RS_KUBE_PROTOBUF, strlen(RS_KUBE_PROTOBUF)) == 0)
+		return 0;
+	snprintf(r->resp.status.message, sizeof r->resp.status.message,
+	    "the stream came as %.200s, not protobuf", ct ? ct : "nothing said");
+	r->cb_rc = RS_EPARSE;
+	return -1;
+}
+
 /* Frames of protobuf: a 4-byte big-endian length, then that many bytes,
  * held whole (a frame is one event) and handed out as a line is. A frame
- * longer than a line may be stops the stream the same way. */
+ * longer than a line may be stops the stream the same way, as soon as its
+ * length is read. */
 static size_t
 frames_data(struct kreq *r, const char *p, size_t n)
 {
 	const char *end = p + n;
 	size_t want, take;
 
+	if (frames_checked(r) < 0)
+		return 0;
 	while (p < end) {
 		want = r->line_len < 4 ? 4 : frame_len(r);
 		take = want - r->line_len;
@@ -100,7 +122,13 @@ frames_data(struct kreq *r, const char *p, size_t n)
 		if (line_append(r, p, take) < 0)
 			return 0;
 		p += take;
-		if (r->line_len < 4 || r->line_len < frame_len(r))
+		if (r->line_len < 4)
+			continue;
+		if (frame_len(r) - 4 > KUBE_MAX_LINE) {
+			r->cb_rc = RS_ETOOBIG;
+			return 0;
+		}
+		if (r->line_len < frame_len(r))
 			continue;
 		if (frame_emit(r) < 0)
 			return 0;
@@ -140,8 +168,11 @@ kube_stream_flush(struct kreq *r)
 	if (r->line_len == 0)
 		return RS_OK;
 	/* a frame cut short is no event: the stream ended in the middle */
-	if (r->framed)
+	if (r->framed) {
+		snprintf(r->resp.status.message, sizeof r->resp.status.message,
+		    "the stream ended in the middle of an event");
 		return RS_EPARSE;
+	}
 	if (line_emit(r) < 0)
 		return r->cb_rc;
 	return RS_OK;

@@ -2,10 +2,11 @@
  * to JSON. Field numbers are those of k8s.io/api/core/v1 and
  * k8s.io/apimachinery/pkg/apis/meta/v1 (generated.proto): fixed for
  * good, as protobuf's compatibility rules require. A field that comes
- * twice counts as protobuf has it: the last one. */
+ * twice counts as protobuf has a scalar's: the last one, whole (an
+ * embedded message's are not merged, and a map's keys not made one: the
+ * server writes neither twice). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "jscan.h"
 #include "pbpod.h"
@@ -179,33 +180,62 @@ varint_of(const struct fields *fs, uint32_t n)
 	return has(fs, n, RS_PB_VARINT) ? fs->f[n].v : 0;
 }
 
+/* The proleptic Gregorian date of a day counted from 1970-01-01 (Howard
+ * Hinnant's civil_from_days), for any day an int64_t of seconds can
+ * name: no table, no libc range. */
+static void
+civil(int64_t days, int64_t *y, int *m, int *d)
+{
+	int64_t z = days + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+
+	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+/* Seconds before the epoch of Go's zero time, 0001-01-01T00:00:00Z. */
+#define GO_ZERO_TIME (-62135596800LL)
+
 /* metav1.Time: seconds and nanos since the epoch; an empty message is
- * the zero time, which JSON writes null. JSON has seconds only. */
+ * the zero time, as is Go's own zero, which JSON writes null. JSON has
+ * seconds only, in RFC 3339 as Go formats any year: at least four
+ * digits, a minus before a negative one. Any value is a time: a pod is
+ * never refused for its times, as the server's JSON never is. */
 static void
 timestamp(struct jw *w, struct rs_pbspan m)
 {
 	struct fields fs;
-	char buf[32];
-	struct tm tm;
-	time_t t;
+	int64_t sec, days, rem, y;
+	int mon, day, n;
+	char buf[64];
 
 	fields_read(&fs, m);
 	if (fs.bad) {
 		w->rc = RS_EPARSE;
 		return;
 	}
-	if (m.len == 0) {
+	sec = (int64_t)varint_of(&fs, 1);
+	if (m.len == 0 || (sec == GO_ZERO_TIME && (int32_t)varint_of(&fs, 2)
+	    == 0)) {
 		raw(w, "null", 4);
 		return;
 	}
-	t = (time_t)(int64_t)varint_of(&fs, 1);
-	if (gmtime_r(&t, &tm) == NULL || tm.tm_year + 1900 > 9999 ||
-	    tm.tm_year + 1900 < 0) {
-		w->rc = RS_EPARSE;
-		return;
+	days = sec / 86400;
+	rem = sec % 86400;
+	if (rem < 0) {
+		rem += 86400;
+		days--;
 	}
-	strftime(buf, sizeof buf, "\"%Y-%m-%dT%H:%M:%SZ\"", &tm);
-	raw(w, buf, strlen(buf));
+	civil(days, &y, &mon, &day);
+	n = snprintf(buf, sizeof buf, "\"%s%04lld-%02d-%02dT%02d:%02d:%02dZ\"",
+	    y < 0 ? "-" : "", (long long)(y < 0 ? -y : y), mon, day,
+	    (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60));
+	raw(w, buf, (size_t)n);
 }
 
 /* Calls fn for each field number n of m, in order. */
@@ -316,7 +346,36 @@ owner_ref(struct jw *w, struct rs_pbspan m)
 	close_(w, "}", outer);
 }
 
-/* fieldsV1 holds JSON as bytes: written as it is when it is JSON. */
+/* How deep the containers of a validated text nest. */
+static int
+depth(const char *p, size_t n)
+{
+	int d = 0, max = 0, in = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in) {
+			if (p[i] == '\\')
+				i++;
+			else if (p[i] == '"')
+				in = 0;
+		} else if (p[i] == '"') {
+			in = 1;
+		} else if (p[i] == '{' || p[i] == '[') {
+			if (++d > max)
+				max = d;
+		} else if (p[i] == '}' || p[i] == ']') {
+			d--;
+		}
+	}
+	return max;
+}
+
+/* The containers fieldsV1 sits in: the pod, metadata, managedFields, an
+ * entry. */
+#define FIELDS_V1_OUTER 4
+
+/* fieldsV1 holds JSON as bytes: written as it is when it is JSON that
+ * leaves the pod within the scanner's depth, else left out. */
 static void
 fields_v1(struct jw *w, struct rs_pbspan m)
 {
@@ -326,8 +385,10 @@ fields_v1(struct jw *w, struct rs_pbspan m)
 
 	fields_read(&fs, m);
 	rawjson = bytes_of(&fs, 1);
-	if (fs.bad || (rawjson.len > 0 && rs_jscan_doc((const char *)rawjson.p,
-	    rawjson.len, &v, NULL) != RS_OK))
+	if (fs.bad || (rawjson.len > 0 && (rs_jscan_doc((const char *)rawjson.p,
+	    rawjson.len, &v, NULL) != RS_OK ||
+	    depth((const char *)rawjson.p, rawjson.len) >
+	    RS_JSCAN_DEPTH - FIELDS_V1_OUTER)))
 		return;
 	key(w, "fieldsV1");
 	if (rawjson.len == 0)
@@ -337,7 +398,8 @@ fields_v1(struct jw *w, struct rs_pbspan m)
 }
 
 /* Whether fieldsV1 may own ownerReferences: without the name anywhere in
- * it, it surely does not. */
+ * it, nor an escape that could spell it, it surely does not; whether it
+ * does is the scanner's to say (event.c), as for a pod in JSON. */
 static int
 may_own_refs(const struct fields *fs)
 {
@@ -349,7 +411,8 @@ may_own_refs(const struct fields *fs)
 		return 0;
 	fields_read(&fv, fs->f[7].s);
 	raw = bytes_of(&fv, 1);
-	return raw.len > 0 && memmem(raw.p, raw.len, name, sizeof name - 1);
+	return raw.len > 0 && (memmem(raw.p, raw.len, name, sizeof name - 1) ||
+	    memchr(raw.p, '\\', raw.len));
 }
 
 /* An entry of managedFields; trimmed, only its manager and fieldsV1, and
@@ -508,9 +571,10 @@ pbpod_json(struct linebuf *b, struct rs_pbspan pod,
 	if (fs.bad)
 		return RS_EPARSE;
 	raw(&w, "{", 1);
-	if (api_version.p)
+	/* omitempty, as JSON: an empty one is added from what rs-watch knows */
+	if (api_version.len > 0)
 		str_member(&w, "apiVersion", api_version);
-	if (kind.p)
+	if (kind.len > 0)
 		str_member(&w, "kind", kind);
 	if (has(&fs, 1, RS_PB_BYTES))
 		metadata(&w, fs.f[1].s);

@@ -198,7 +198,10 @@ do_watch(struct reflector *r)
 	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
 		no_room(r, "watch", rc);
 	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end.why[0])) {
-		rs_warn("watch of %s ended: %s", r->res.plural, end.why);
+		/* a bad event says why in end; a bad stream, in resp */
+		rs_warn("watch of %s ended: %s", r->res.plural, end.why[0] ?
+		    end.why : resp.status.message[0] ? resp.status.message :
+		    rs_strerror(rc));
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
 	} else if (rc != RS_OK) {
 		failed(r, "watch", rc, &resp);

@@ -5,8 +5,10 @@
  * as the server's JSON has it (empty strings left out where JSON omits
  * them, the zero time null, strings escaped, bad UTF-8 as U+FFFD, the last
  * of a repeated scalar); trimmed, of managedFields only the entries that
- * may own the owners; every cut of a pod either refused or printed as
- * valid JSON; a Status read from protobuf. */
+ * may own the owners (and those whose escapes might spell them); every
+ * cut of a pod either refused or printed as valid JSON; any time printed
+ * as Go prints it, none refused; a fieldsV1 too deep for the scanner left
+ * out; a Status read from protobuf. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -321,6 +323,93 @@ every_cut(void **state)
 	linebuf_free(&b);
 }
 
+/* The JSON of a pod whose only field is metadata md. */
+static char *
+meta_json(const struct msg *md, int trim)
+{
+	struct msg pod = {0};
+	struct linebuf b = {0};
+	struct rs_pbspan none = { NULL, 0 };
+	struct rs_jspan v;
+	char *text;
+
+	mfield(&pod, 1, md);
+	assert_int_equal(pbpod_json(&b, span(&pod), none, none, trim), RS_OK);
+	assert_int_equal(rs_jscan_doc(b.p, b.len, &v, NULL), RS_OK);
+	text = strndup(b.p, b.len);
+	linebuf_free(&b);
+	return text;
+}
+
+/* Times as Go writes any: years past 9999 and before 1, Go's zero as
+ * null, the extremes of int64 without failing. */
+static void
+any_time(void **state)
+{
+	static const struct { int64_t sec; const char *want; } cases[] = {
+		{ 0, "\"1970-01-01T00:00:00Z\"" },
+		{ -1, "\"1969-12-31T23:59:59Z\"" },
+		{ 951782400, "\"2000-02-29T00:00:00Z\"" },
+		{ 253402300800LL, "\"10000-01-01T00:00:00Z\"" },
+		{ -62135596800LL, "null" },
+		{ -62135596801LL, "\"0000-12-31T23:59:59Z\"" },
+		{ -62198755200LL, "\"-0001-01-01T00:00:00Z\"" },
+		{ INT64_MAX, NULL },
+		{ INT64_MIN, NULL },
+	};
+	char want[96], *text;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct msg md = {0}, t = {0};
+
+		timestamp_msg(&t, cases[i].sec);
+		mfield(&md, 8, &t);
+		text = meta_json(&md, 0);
+		if (cases[i].want) {
+			snprintf(want, sizeof want, "\"creationTimestamp\":%s}",
+			    cases[i].want);
+			assert_non_null(strstr(text, want));
+		}
+		free(text);
+	}
+}
+
+/* fieldsV1 nested past what the scanner takes, once in the pod, is left
+ * out; one that may spell f:ownerReferences with an escape is kept for
+ * the scanner to judge. */
+static void
+fields_v1_depth_and_escapes(void **state)
+{
+	static char deep[2 * RS_JSCAN_DEPTH + 1];
+	struct msg md = {0}, mf = {0}, fv = {0};
+	char *text;
+
+	(void)state;
+	for (int i = 0; i < RS_JSCAN_DEPTH - 2; i++) {
+		deep[i] = '[';
+		deep[RS_JSCAN_DEPTH - 2 + i] = ']';
+	}
+	sfield(&md, 1, "p");
+	sfield(&mf, 1, "deep");
+	sfield(&fv, 1, deep);
+	mfield(&mf, 7, &fv);
+	mfield(&md, 17, &mf);
+	memset(&mf, 0, sizeof mf);
+	memset(&fv, 0, sizeof fv);
+	sfield(&mf, 1, "esc");
+	sfield(&fv, 1, "{\"f:metadata\":{\"f:owner\\u0052eferences\":{}}}");
+	mfield(&mf, 7, &fv);
+	mfield(&md, 17, &mf);
+	text = meta_json(&md, 0);
+	assert_non_null(strstr(text, "{\"manager\":\"deep\"}"));
+	free(text);
+	text = meta_json(&md, 1);
+	assert_null(strstr(text, "\"deep\""));
+	assert_non_null(strstr(text, "{\"manager\":\"esc\",\"fieldsV1\":"));
+	free(text);
+}
+
 static void
 status_from_pb(void **state)
 {
@@ -362,6 +451,8 @@ main(void)
 		cmocka_unit_test(pod_as_json),
 		cmocka_unit_test(pod_trimmed),
 		cmocka_unit_test(every_cut),
+		cmocka_unit_test(any_time),
+		cmocka_unit_test(fields_v1_depth_and_escapes),
 		cmocka_unit_test(status_from_pb),
 	};
 
