@@ -225,6 +225,7 @@ bad:
 struct nest {
 	unsigned char obj[RS_JSCAN_DEPTH / 8];
 	size_t depth;
+	size_t max;          /* the deepest it may go, at most RS_JSCAN_DEPTH */
 };
 
 static int
@@ -232,7 +233,7 @@ nest_push(struct nest *n, int obj)
 {
 	size_t d = n->depth;
 
-	if (d == RS_JSCAN_DEPTH)
+	if (d == n->max)
 		return -1;
 	if (obj)
 		n->obj[d / 8] |= 1u << (d % 8);
@@ -283,9 +284,9 @@ bad:
 	return RS_EPARSE;
 }
 
-rs_code
-rs_jscan_value(const char *buf, size_t len, size_t off, struct rs_jspan *v,
-    size_t *where)
+static rs_code
+value_within(const char *buf, size_t len, size_t off, size_t max,
+    struct rs_jspan *v, size_t *where)
 {
 	uchar *p = (uchar *)buf;
 	struct nest n;
@@ -293,6 +294,7 @@ rs_jscan_value(const char *buf, size_t len, size_t off, struct rs_jspan *v,
 	int obj, next;
 
 	n.depth = 0;
+	n.max = max < RS_JSCAN_DEPTH ? max : RS_JSCAN_DEPTH;
 	v->off = i;
 	for (;;) {
 		/* a value at i */
@@ -328,12 +330,20 @@ bad:
 }
 
 rs_code
-rs_jscan_doc(const char *buf, size_t len, struct rs_jspan *v, size_t *where)
+rs_jscan_value(const char *buf, size_t len, size_t off, struct rs_jspan *v,
+    size_t *where)
+{
+	return value_within(buf, len, off, RS_JSCAN_DEPTH, v, where);
+}
+
+rs_code
+rs_jscan_doc_within(const char *buf, size_t len, size_t max_depth,
+    struct rs_jspan *v, size_t *where)
 {
 	size_t i;
 	rs_code rc;
 
-	if ((rc = rs_jscan_value(buf, len, 0, v, where)) != RS_OK)
+	if ((rc = value_within(buf, len, 0, max_depth, v, where)) != RS_OK)
 		return rc;
 	if ((i = ws((uchar *)buf, len, v->end)) != len) {
 		if (where)
@@ -341,6 +351,12 @@ rs_jscan_doc(const char *buf, size_t len, struct rs_jspan *v, size_t *where)
 		return RS_EPARSE;
 	}
 	return RS_OK;
+}
+
+rs_code
+rs_jscan_doc(const char *buf, size_t len, struct rs_jspan *v, size_t *where)
+{
+	return rs_jscan_doc_within(buf, len, RS_JSCAN_DEPTH, v, where);
 }
 
 enum rs_jtype

@@ -52,6 +52,11 @@ rs_code rs_jscan_value(const char *buf, size_t len, size_t off,
 /* The same for the whole of buf[0..len): one value, whitespace around. */
 rs_code rs_jscan_doc(const char *buf, size_t len, struct rs_jspan *v,
     size_t *where);
+/* The same for a document that is to go inside other containers: it may
+ * nest max_depth deep (at most RS_JSCAN_DEPTH), so that the whole stays
+ * within what the scanner takes. */
+rs_code rs_jscan_doc_within(const char *buf, size_t len, size_t max_depth,
+    struct rs_jspan *v, size_t *where);
 
 /* The type of a value, from its first byte. */
 enum rs_jtype rs_jscan_type(const char *buf, struct rs_jspan v);

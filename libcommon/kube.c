@@ -280,6 +280,7 @@ kreq_init(struct kreq *r, struct rs_kube *k, const char *method,
 	r->method = method;
 	r->path = path;
 	r->ctype = ctype ? ctype : "application/json";
+	r->accept = "application/json";
 	r->body = body;
 	r->body_len = body_len;
 }
@@ -365,16 +366,10 @@ static rs_code
 kreq_headers(struct kreq *r)
 {
 	struct curl_slist *h = NULL, *t;
-	char *auth = NULL;
+	char *auth = NULL, accept[128];
 
-	if (r->accept) {
-		char acc[128];
-
-		snprintf(acc, sizeof acc, "Accept: %s", r->accept);
-		h = curl_slist_append(h, acc);
-	} else {
-		h = curl_slist_append(h, "Accept: application/json");
-	}
+	snprintf(accept, sizeof accept, "Accept: %s", r->accept);
+	h = curl_slist_append(h, accept);
 	/* No "Expect: 100-continue" round trip before large bodies. */
 	if (h && (h = curl_slist_append(t = h, "Expect:")) == NULL)
 		curl_slist_free_all(t);
@@ -815,7 +810,8 @@ kube_do(struct rs_kube *k, const char *method, const char *path,
 	rs_code rc;
 
 	kreq_init(&r, k, method, path, ctype, body, body_len);
-	r.accept = accept;
+	if (accept)
+		r.accept = accept;
 	r.timeout_ms = k->timeout_ms;
 	kube_wait_token(k);
 	rc = kube_perform(k, &r);

@@ -75,7 +75,7 @@ struct rs_kube {
 struct kreq {
 	struct rs_kube *k;
 	const char *method, *path, *ctype;
-	const char *accept;           /* NULL: application/json */
+	const char *accept;           /* what the answer may come as */
 	int framed;                   /* a stream of length-prefixed frames
 	                                 (protobuf watch), not of lines */
 	const char *body;

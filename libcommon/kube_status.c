@@ -46,6 +46,18 @@ rs_kstatus_rc(const struct rs_kstatus *st)
 	return st->code == 404 ? RS_ENOTFOUND : RS_EAPI;
 }
 
+/* What a Status left empty: the reason its code names, and a message
+ * that says the code. */
+static void
+status_defaults(struct rs_kstatus *st)
+{
+	if (st->reason[0] == '\0')
+		snprintf(st->reason, sizeof st->reason, "%s", reason_of(st->code));
+	if (st->message[0] == '\0')
+		snprintf(st->message, sizeof st->message, "HTTP %ld (%s)",
+		    st->code, st->reason);
+}
+
 void
 rs_kstatus_from_json(struct rs_kstatus *st, long code, const cJSON *o)
 {
@@ -56,13 +68,11 @@ rs_kstatus_from_json(struct rs_kstatus *st, long code, const cJSON *o)
 
 	rs_kstatus_clear(st);
 	st->code = code ? code : (long)rs_json_int(o, 0, "code", NULL);
-	snprintf(st->reason, sizeof st->reason, "%s",
-	    reason && reason[0] ? reason : reason_of(st->code));
-	if (msg && msg[0])
+	if (reason)
+		snprintf(st->reason, sizeof st->reason, "%s", reason);
+	if (msg)
 		snprintf(st->message, sizeof st->message, "%s", msg);
-	else
-		snprintf(st->message, sizeof st->message, "HTTP %ld (%s)",
-		    st->code, st->reason);
+	status_defaults(st);
 	if (cJSON_IsArray(causes))
 		st->causes = cJSON_Duplicate(causes, 1);
 	if (ra > 0 && ra < 1000000)
@@ -142,11 +152,7 @@ rs_kstatus_from_pb(struct rs_kstatus *st, long code, struct rs_pbspan m)
 			pb_details(st, f.s);
 	}
 	st->code = code ? code : own;
-	if (st->reason[0] == '\0')
-		snprintf(st->reason, sizeof st->reason, "%s", reason_of(st->code));
-	if (st->message[0] == '\0')
-		snprintf(st->message, sizeof st->message, "HTTP %ld (%s)",
-		    st->code, st->reason);
+	status_defaults(st);
 	return rc == RS_EEOF ? RS_OK : rc;
 }
 
@@ -163,38 +169,43 @@ status_from_pb_body(struct rs_kstatus *st, long code, const char *body,
 	    rs_kstatus_from_pb(st, code, u.raw) == RS_OK;
 }
 
-void
-rs_kstatus_from_body(struct rs_kstatus *st, long code, const char *body,
-    size_t len, int retry_after)
+/* A Status in JSON, or (a proxy, a load balancer) the first line of
+ * whatever the answer is. */
+static void
+status_from_text(struct rs_kstatus *st, long code, const char *body,
+    size_t len)
 {
 	const char *kind;
 	cJSON *o = NULL;
 	size_t n;
 
-	if (status_from_pb_body(st, code, body, len)) {
-		/* its fields are all there is */
-	} else if (body && len && rs_json_parse(body, len, &o, NULL) == RS_OK &&
+	if (body && len && rs_json_parse(body, len, &o, NULL) == RS_OK &&
 	    (kind = rs_json_str(o, "kind", NULL)) != NULL &&
 	    strcmp(kind, "Status") == 0) {
 		rs_kstatus_from_json(st, code, o);
-	} else {
-		/* Not a Status (a proxy, a load balancer): its first line. */
-		rs_kstatus_clear(st);
-		st->code = code;
-		snprintf(st->reason, sizeof st->reason, "%s", reason_of(code));
-		n = body ? strcspn(body, "\r\n") : 0;
-		if (n > len)
-			n = len;
-		if (n > 200)
-			n = 200;
-		if (n)
-			snprintf(st->message, sizeof st->message,
-			    "HTTP %ld: %.*s", code, (int)n, body);
-		else
-			snprintf(st->message, sizeof st->message,
-			    "HTTP %ld (%s)", code, st->reason);
+		cJSON_Delete(o);
+		return;
 	}
 	cJSON_Delete(o);
+	rs_kstatus_clear(st);
+	st->code = code;
+	n = body ? strcspn(body, "\r\n") : 0;
+	if (n > len)
+		n = len;
+	if (n > 200)
+		n = 200;
+	if (n)
+		snprintf(st->message, sizeof st->message, "HTTP %ld: %.*s",
+		    code, (int)n, body);
+	status_defaults(st);
+}
+
+void
+rs_kstatus_from_body(struct rs_kstatus *st, long code, const char *body,
+    size_t len, int retry_after)
+{
+	if (!status_from_pb_body(st, code, body, len))
+		status_from_text(st, code, body, len);
 	/* The header speaks for the server as a whole; it wins. */
 	if (retry_after > 0)
 		st->retry_after = retry_after;

@@ -37,11 +37,25 @@ line_append(struct kreq *r, const char *p, size_t n)
 	return 0;
 }
 
+/* Hands p[0..n), a whole line or frame, to the stream's callback; -1
+ * when that stops the stream. */
+static int
+hand_out(struct kreq *r, char *p, size_t n)
+{
+	rs_code rc;
+
+	r->lines++;
+	if ((rc = r->fn(r->fn_arg, p, n)) != RS_OK) {
+		r->cb_rc = rc;
+		return -1;
+	}
+	return 0;
+}
+
 static int
 line_emit(struct kreq *r)
 {
 	size_t n = r->line_len;
-	rs_code rc;
 
 	if (n > 0 && r->line[n - 1] == '\r')
 		n--;
@@ -49,13 +63,7 @@ line_emit(struct kreq *r)
 	if (n == 0)
 		return 0;
 	r->line[n] = '\0';
-	r->lines++;
-	rc = r->fn(r->fn_arg, r->line, n);
-	if (rc != RS_OK) {
-		r->cb_rc = rc;
-		return -1;
-	}
-	return 0;
+	return hand_out(r, r->line, n);
 }
 
 /* The length a frame's header gives, the header's 4 bytes included. */
@@ -72,16 +80,9 @@ static int
 frame_emit(struct kreq *r)
 {
 	size_t n = r->line_len - 4;
-	rs_code rc;
 
 	r->line_len = 0;
-	r->lines++;
-	rc = r->fn(r->fn_arg, r->line + 4, n);
-	if (rc != RS_OK) {
-		r->cb_rc = rc;
-		return -1;
-	}
-	return 0;
+	return hand_out(r, r->line + 4, n);
 }
 
 /* A stream of frames is protobuf: a server (or a proxy) that answers in

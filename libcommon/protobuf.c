@@ -89,26 +89,28 @@ rs_pb_next(struct rs_pbiter *it, struct rs_pbfield *f)
 	}
 }
 
-static void
-typemeta(struct rs_pbspan s, struct rs_pbunknown *u)
+rs_code
+rs_pb_pick(struct rs_pbspan msg, const uint32_t *nums, struct rs_pbspan *out,
+    size_t n)
 {
 	struct rs_pbiter it;
 	struct rs_pbfield f;
+	rs_code rc;
 
-	rs_pb_iter(&it, s);
-	while (rs_pb_next(&it, &f) == RS_OK)
-		if (f.wire == RS_PB_BYTES && f.num == 1)
-			u->api_version = f.s;
-		else if (f.wire == RS_PB_BYTES && f.num == 2)
-			u->kind = f.s;
+	memset(out, 0, n * sizeof *out);
+	rs_pb_iter(&it, msg);
+	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
+		for (size_t i = 0; i < n; i++)
+			if (f.wire == RS_PB_BYTES && f.num == nums[i])
+				out[i] = f.s;
+	return rc == RS_EEOF ? RS_OK : rc;
 }
 
 rs_code
 rs_pb_unknown(struct rs_pbspan body, struct rs_pbunknown *u)
 {
-	struct rs_pbiter it;
-	struct rs_pbfield f;
-	struct rs_pbspan rest;
+	static const uint32_t unknown[] = { 1, 2, 3 }, type_meta[] = { 1, 2 };
+	struct rs_pbspan rest, f[3], tm[2];
 	rs_code rc;
 
 	memset(u, 0, sizeof *u);
@@ -117,18 +119,16 @@ rs_pb_unknown(struct rs_pbspan body, struct rs_pbunknown *u)
 		return RS_EPARSE;
 	rest.p = body.p + sizeof pb_magic;
 	rest.len = body.len - sizeof pb_magic;
-	rs_pb_iter(&it, rest);
-	while ((rc = rs_pb_next(&it, &f)) == RS_OK) {
-		if (f.wire != RS_PB_BYTES)
-			continue;
-		if (f.num == 1)
-			typemeta(f.s, u);
-		else if (f.num == 2)
-			u->raw = f.s;
-		else if (f.num == 3 && f.s.len > 0)
-			return RS_EPARSE;       /* contentEncoding: none known */
-	}
-	return rc == RS_EEOF ? RS_OK : rc;
+	if ((rc = rs_pb_pick(rest, unknown, f, 3)) != RS_OK)
+		return rc;
+	if (f[2].len > 0)
+		return RS_EPARSE;       /* contentEncoding: none known */
+	/* a typeMeta cut short still names what it had before the cut */
+	rs_pb_pick(f[0], type_meta, tm, 2);
+	u->api_version = tm[0];
+	u->kind = tm[1];
+	u->raw = f[1];
+	return RS_OK;
 }
 
 int

@@ -43,6 +43,12 @@ void rs_pb_iter(struct rs_pbiter *it, struct rs_pbspan msg);
 /* The next field: RS_OK, RS_EEOF after the last, RS_EPARSE when the
  * bytes are no message (a group, a length past the end, field 0). */
 rs_code rs_pb_next(struct rs_pbiter *it, struct rs_pbfield *f);
+/* The length-delimited fields numbered nums[0..n) of msg, the last of
+ * each, into out[0..n) (empty, p NULL, when absent): RS_OK, or RS_EPARSE
+ * when msg is no message (out then holds what came before the fault). */
+rs_code rs_pb_pick(struct rs_pbspan msg, const uint32_t *nums,
+    struct rs_pbspan *out, size_t n);
+
 /* A Kubernetes object as the server sends it: "k8s\0", then a
  * runtime.Unknown holding its apiVersion and kind (typeMeta) and the
  * object's own message (raw). RS_EPARSE without the magic, or with a

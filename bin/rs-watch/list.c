@@ -343,32 +343,21 @@ struct pbpage {
 static rs_code
 pb_page_parts(const struct rs_kresp *resp, struct pbpage *pg)
 {
+	static const uint32_t list_meta[] = { 1 }, rv_cont[] = { 2, 3 };
 	struct rs_pbspan body = { (const unsigned char *)resp->body,
-	    resp->len };
+	    resp->len }, meta, f[2];
 	struct rs_pbunknown u;
-	struct rs_pbiter it, mi;
-	struct rs_pbfield f, m;
-	rs_code rc;
 
 	memset(pg, 0, sizeof *pg);
 	if (resp->body == NULL || rs_pb_unknown(body, &u) != RS_OK ||
-	    !rs_pb_eq(u.kind, "PodList"))
+	    !rs_pb_eq(u.kind, "PodList") ||
+	    rs_pb_pick(u.raw, list_meta, &meta, 1) != RS_OK ||
+	    rs_pb_pick(meta, rv_cont, f, 2) != RS_OK)
 		return RS_EPARSE;
 	pg->list = u.raw;
-	rs_pb_iter(&it, pg->list);
-	while ((rc = rs_pb_next(&it, &f)) == RS_OK) {
-		if (f.num != 1 || f.wire != RS_PB_BYTES)
-			continue;
-		rs_pb_iter(&mi, f.s);
-		while ((rc = rs_pb_next(&mi, &m)) == RS_OK)
-			if (m.num == 2 && m.wire == RS_PB_BYTES)
-				pg->rv = m.s;
-			else if (m.num == 3 && m.wire == RS_PB_BYTES)
-				pg->cont = m.s;
-		if (rc != RS_EEOF)
-			return RS_EPARSE;
-	}
-	return rc == RS_EEOF ? RS_OK : RS_EPARSE;
+	pg->rv = f[0];
+	pg->cont = f[1];
+	return RS_OK;
 }
 
 static rs_code

@@ -54,12 +54,19 @@ str(struct jw *w, struct rs_pbspan s)
 	raw(w, "\"", 1);
 }
 
+/* A member or an element of a list: its comma. */
 static void
-key(struct jw *w, const char *name)
+elem(struct jw *w)
 {
 	if (!w->first)
 		raw(w, ",", 1);
 	w->first = 0;
+}
+
+static void
+key(struct jw *w, const char *name)
+{
+	elem(w);
 	raw(w, "\"", 1);
 	raw(w, name, strlen(name));
 	raw(w, "\":", 2);
@@ -81,15 +88,6 @@ close_(struct jw *w, const char *bracket, int outer)
 {
 	raw(w, bracket, 1);
 	w->first = outer;
-}
-
-/* An element of a list: its comma. */
-static void
-elem(struct jw *w)
-{
-	if (!w->first)
-		raw(w, ",", 1);
-	w->first = 0;
 }
 
 static void
@@ -157,6 +155,16 @@ fields_read(struct fields *fs, struct rs_pbspan m)
 	fs->bad = rc != RS_EEOF;
 }
 
+/* fields_read, a fault in m being the whole rendering's: 0 then. */
+static int
+read_msg(struct jw *w, struct fields *fs, struct rs_pbspan m)
+{
+	fields_read(fs, m);
+	if (fs->bad)
+		w->rc = RS_EPARSE;
+	return !fs->bad;
+}
+
 /* Field n, when it came with wire type wire. */
 static int
 has(const struct fields *fs, uint32_t n, enum rs_pbwire wire)
@@ -214,11 +222,8 @@ timestamp(struct jw *w, struct rs_pbspan m)
 	int mon, day, n;
 	char buf[64];
 
-	fields_read(&fs, m);
-	if (fs.bad) {
-		w->rc = RS_EPARSE;
+	if (!read_msg(w, &fs, m))
 		return;
-	}
 	sec = (int64_t)varint_of(&fs, 1);
 	if (m.len == 0 || (sec == GO_ZERO_TIME && (int32_t)varint_of(&fs, 2)
 	    == 0)) {
@@ -252,19 +257,27 @@ each(struct jw *w, struct rs_pbspan m, uint32_t n,
 			fn(w, f.s);
 }
 
-/* name: [fn(each field n)...], left out when there is none. */
+/* name: fn(each field n) in brackets ("[]" or "{}"), left out when there
+ * is none. */
 static void
-list(struct jw *w, const char *name, const struct fields *fs, uint32_t n,
-    void (*fn)(struct jw *, struct rs_pbspan))
+container(struct jw *w, const char *name, const struct fields *fs,
+    uint32_t n, const char *brackets, void (*fn)(struct jw *, struct rs_pbspan))
 {
 	int outer;
 
 	if (fs->n[n] == 0)
 		return;
 	key(w, name);
-	outer = open_(w, "[");
+	outer = open_(w, brackets);
 	each(w, fs->msg, n, fn);
-	close_(w, "]", outer);
+	close_(w, brackets + 1, outer);
+}
+
+static void
+list(struct jw *w, const char *name, const struct fields *fs, uint32_t n,
+    void (*fn)(struct jw *, struct rs_pbspan))
+{
+	container(w, name, fs, n, "[]", fn);
 }
 
 /* A map<string,string> entry: key 1, value 2, as a member. */
@@ -273,11 +286,8 @@ map_entry(struct jw *w, struct rs_pbspan m)
 {
 	struct fields fs;
 
-	fields_read(&fs, m);
-	if (fs.bad) {
-		w->rc = RS_EPARSE;
+	if (!read_msg(w, &fs, m))
 		return;
-	}
 	elem(w);
 	str(w, bytes_of(&fs, 1));
 	raw(w, ":", 1);
@@ -287,14 +297,7 @@ map_entry(struct jw *w, struct rs_pbspan m)
 static void
 map(struct jw *w, const char *name, const struct fields *fs, uint32_t n)
 {
-	int outer;
-
-	if (fs->n[n] == 0)
-		return;
-	key(w, name);
-	outer = open_(w, "{");
-	each(w, fs->msg, n, map_entry);
-	close_(w, "}", outer);
+	container(w, name, fs, n, "{}", map_entry);
 }
 
 static void
@@ -310,11 +313,8 @@ static int
 open_msg(struct jw *w, struct fields *fs, struct rs_pbspan m,
     const char *name, int *outer)
 {
-	fields_read(fs, m);
-	if (fs->bad) {
-		w->rc = RS_EPARSE;
+	if (!read_msg(w, fs, m))
 		return 0;
-	}
 	if (name)
 		key(w, name);
 	else
@@ -346,73 +346,49 @@ owner_ref(struct jw *w, struct rs_pbspan m)
 	close_(w, "}", outer);
 }
 
-/* How deep the containers of a validated text nest. */
-static int
-depth(const char *p, size_t n)
-{
-	int d = 0, max = 0, in = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		if (in) {
-			if (p[i] == '\\')
-				i++;
-			else if (p[i] == '"')
-				in = 0;
-		} else if (p[i] == '"') {
-			in = 1;
-		} else if (p[i] == '{' || p[i] == '[') {
-			if (++d > max)
-				max = d;
-		} else if (p[i] == '}' || p[i] == ']') {
-			d--;
-		}
-	}
-	return max;
-}
-
 /* The containers fieldsV1 sits in: the pod, metadata, managedFields, an
  * entry. */
 #define FIELDS_V1_OUTER 4
 
-/* fieldsV1 holds JSON as bytes: written as it is when it is JSON that
- * leaves the pod within the scanner's depth, else left out. */
-static void
-fields_v1(struct jw *w, struct rs_pbspan m)
+/* An entry's fieldsV1 (field 7), a message whose field 1 holds JSON as
+ * bytes: that JSON, empty when there is none; bad: the message is not. */
+static struct rs_pbspan
+fields_v1_json(const struct fields *entry, int *bad)
 {
-	struct fields fs;
-	struct rs_pbspan rawjson;
-	struct rs_jspan v;
+	struct fields fv;
 
-	fields_read(&fs, m);
-	rawjson = bytes_of(&fs, 1);
-	if (fs.bad || (rawjson.len > 0 && (rs_jscan_doc((const char *)rawjson.p,
-	    rawjson.len, &v, NULL) != RS_OK ||
-	    depth((const char *)rawjson.p, rawjson.len) >
-	    RS_JSCAN_DEPTH - FIELDS_V1_OUTER)))
-		return;
-	key(w, "fieldsV1");
-	if (rawjson.len == 0)
-		raw(w, "null", 4);
-	else
-		raw(w, (const char *)rawjson.p + v.off, v.end - v.off);
+	fields_read(&fv, bytes_of(entry, 7));
+	*bad = fv.bad;
+	return bytes_of(&fv, 1);
 }
 
-/* Whether fieldsV1 may own ownerReferences: without the name anywhere in
- * it, nor an escape that could spell it, it surely does not; whether it
- * does is the scanner's to say (event.c), as for a pod in JSON. */
+/* fieldsV1 written as it is when it is JSON that leaves the pod within
+ * the scanner's depth, else left out; null when empty. */
+static void
+fields_v1(struct jw *w, struct rs_pbspan json, int bad)
+{
+	struct rs_jspan v;
+
+	if (bad || (json.len > 0 && rs_jscan_doc_within((const char *)json.p,
+	    json.len, RS_JSCAN_DEPTH - FIELDS_V1_OUTER, &v, NULL) != RS_OK))
+		return;
+	key(w, "fieldsV1");
+	if (json.len == 0)
+		raw(w, "null", 4);
+	else
+		raw(w, (const char *)json.p + v.off, v.end - v.off);
+}
+
+/* Whether a fieldsV1 may own ownerReferences: without the name anywhere
+ * in it, nor an escape that could spell it, it surely does not; whether
+ * it does is the scanner's to say (event.c), as for a pod in JSON. */
 static int
-may_own_refs(const struct fields *fs)
+may_own_refs(struct rs_pbspan json)
 {
 	static const char name[] = "\"f:ownerReferences\"";
-	struct fields fv;
-	struct rs_pbspan raw;
 
-	if (!has(fs, 7, RS_PB_BYTES))
-		return 0;
-	fields_read(&fv, fs->f[7].s);
-	raw = bytes_of(&fv, 1);
-	return raw.len > 0 && (memmem(raw.p, raw.len, name, sizeof name - 1) ||
-	    memchr(raw.p, '\\', raw.len));
+	return json.len > 0 && (memmem(json.p, json.len, name, sizeof name - 1)
+	    || memchr(json.p, '\\', json.len));
 }
 
 /* An entry of managedFields; trimmed, only its manager and fieldsV1, and
@@ -422,16 +398,19 @@ static void
 managed_entry(struct jw *w, struct rs_pbspan m)
 {
 	struct fields fs;
-	int outer;
+	struct rs_pbspan json;
+	int outer, bad;
 
 	if (w->trim) {
 		fields_read(&fs, m);
-		if (fs.bad || !may_own_refs(&fs))
+		json = fields_v1_json(&fs, &bad);
+		if (fs.bad || bad || !has(&fs, 7, RS_PB_BYTES) ||
+		    !may_own_refs(json))
 			return;
 		elem(w);
 		outer = open_(w, "{");
 		str_omitempty(w, "manager", bytes_of(&fs, 1));
-		fields_v1(w, fs.f[7].s);
+		fields_v1(w, json, bad);
 		close_(w, "}", outer);
 		return;
 	}
@@ -445,8 +424,10 @@ managed_entry(struct jw *w, struct rs_pbspan m)
 		timestamp(w, fs.f[4].s);
 	}
 	str_omitempty(w, "fieldsType", bytes_of(&fs, 6));
-	if (has(&fs, 7, RS_PB_BYTES))
-		fields_v1(w, fs.f[7].s);
+	if (has(&fs, 7, RS_PB_BYTES)) {
+		json = fields_v1_json(&fs, &bad);
+		fields_v1(w, json, bad);
+	}
 	str_omitempty(w, "subresource", bytes_of(&fs, 8));
 	close_(w, "}", outer);
 }

@@ -215,28 +215,14 @@ static rs_code
 event_parts(const char *frame, size_t len, struct rs_pbspan *type,
     struct rs_pbunknown *u)
 {
-	struct rs_pbspan ev = { (const unsigned char *)frame, len }, raw = {0};
-	struct rs_pbiter it;
-	struct rs_pbfield f;
-	rs_code rc;
+	static const uint32_t event[] = { 1, 2 }, raw_extension[] = { 1 };
+	struct rs_pbspan ev = { (const unsigned char *)frame, len }, f[2], raw;
 
-	type->p = NULL;
-	type->len = 0;
-	rs_pb_iter(&it, ev);
-	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
-		if (f.wire == RS_PB_BYTES && f.num == 1)
-			*type = f.s;
-		else if (f.wire == RS_PB_BYTES && f.num == 2)
-			raw = f.s;
-	if (rc != RS_EEOF || type->p == NULL || raw.p == NULL)
+	if (rs_pb_pick(ev, event, f, 2) != RS_OK || f[0].p == NULL ||
+	    f[1].p == NULL || rs_pb_pick(f[1], raw_extension, &raw, 1) != RS_OK ||
+	    raw.p == NULL)
 		return RS_EPARSE;
-	rs_pb_iter(&it, raw);
-	raw.p = NULL;
-	while ((rc = rs_pb_next(&it, &f)) == RS_OK)
-		if (f.wire == RS_PB_BYTES && f.num == 1)
-			raw = f.s;
-	if (rc != RS_EEOF || raw.p == NULL)
-		return RS_EPARSE;
+	*type = f[0];
 	return rs_pb_unknown(raw, u);
 }
 

@@ -260,6 +260,23 @@ pod_as_json(void **state)
 	linebuf_free(&b);
 }
 
+/* The JSON of pod, without apiVersion and kind, checked as strict JSON;
+ * the caller frees it. */
+static char *
+pod_json(const struct msg *pod, int trim)
+{
+	struct linebuf b = {0};
+	struct rs_pbspan none = { NULL, 0 };
+	struct rs_jspan v;
+	char *text;
+
+	assert_int_equal(pbpod_json(&b, span(pod), none, none, trim), RS_OK);
+	assert_int_equal(rs_jscan_doc(b.p, b.len, &v, NULL), RS_OK);
+	text = strndup(b.p, b.len);
+	linebuf_free(&b);
+	return text;
+}
+
 /* Trimmed: of managedFields, the entries that may own the owners, with
  * their manager and fieldsV1; the rest is the same. */
 static void
@@ -269,22 +286,16 @@ pod_trimmed(void **state)
 	    "\"rs-apply\",\"fieldsV1\":{\"f:metadata\":"
 	    "{\"f:ownerReferences\":{}}}}]},\"spec\"";
 	struct msg pod = {0};
-	struct linebuf b = {0};
-	struct rs_pbspan none = { NULL, 0 };
-	struct rs_jspan v;
 	char *text;
 
 	(void)state;
 	rich_pod(&pod);
-	assert_int_equal(pbpod_json(&b, span(&pod), none, none, 1), RS_OK);
-	assert_int_equal(rs_jscan_doc(b.p, b.len, &v, NULL), RS_OK);
-	text = strndup(b.p, b.len);
+	text = pod_json(&pod, 1);
 	assert_non_null(strstr(text, want));
 	assert_null(strstr(text, "\"bad\""));
 	assert_null(strstr(text, "Update"));
 	assert_non_null(strstr(text, "\"restartCount\":7"));
 	free(text);
-	linebuf_free(&b);
 }
 
 /* Every prefix of a pod: refused, or JSON (a cut between fields is a
@@ -328,17 +339,9 @@ static char *
 meta_json(const struct msg *md, int trim)
 {
 	struct msg pod = {0};
-	struct linebuf b = {0};
-	struct rs_pbspan none = { NULL, 0 };
-	struct rs_jspan v;
-	char *text;
 
 	mfield(&pod, 1, md);
-	assert_int_equal(pbpod_json(&b, span(&pod), none, none, trim), RS_OK);
-	assert_int_equal(rs_jscan_doc(b.p, b.len, &v, NULL), RS_OK);
-	text = strndup(b.p, b.len);
-	linebuf_free(&b);
-	return text;
+	return pod_json(&pod, trim);
 }
 
 /* Times as Go writes any: years past 9999 and before 1, Go's zero as
