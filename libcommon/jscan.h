@@ -99,6 +99,11 @@ int rs_jscan_keyeq(const char *buf, struct rs_jspan key, const char *s);
  * RS_ENOTFOUND (also when obj is not an object). */
 rs_code rs_jscan_find(const char *buf, struct rs_jspan obj, const char *key,
     struct rs_jspan *val);
+/* The first member of obj named names[i], for each of the n names, in
+ * one walk: its value in out[i], or an empty span (RS_JNONE) when there
+ * is none. RS_EPARSE, every out[i] empty, when obj is not an object. */
+rs_code rs_jscan_pick(const char *buf, struct rs_jspan obj,
+    const char *const *names, struct rs_jspan *out, size_t n);
 /* Walks object keys from v; the path ends with NULL. RS_OK with the value
  * reached in *out, or RS_ENOTFOUND when a step is missing. */
 rs_code rs_jscan_get(const char *buf, struct rs_jspan v, struct rs_jspan *out,
@@ -111,6 +116,11 @@ rs_code rs_jscan_get(const char *buf, struct rs_jspan v, struct rs_jspan *out,
  * string. */
 rs_code rs_jscan_unescape(const char *buf, struct rs_jspan s, char *out,
     size_t outlen, size_t *n);
+
+/* The number v as strtod reads it (out of range: HUGE_VAL or 0, as
+ * strtod has it); RS_EPARSE when v is not a number, RS_ENOMEM when a
+ * number of 64 digits or more finds no memory for its copy. */
+rs_code rs_jscan_double(const char *buf, struct rs_jspan v, double *out);
 
 /* The string at a path of object keys in the document buf[0..len), which
  * it validates first: RS_OK with the string in out (as rs_jscan_unescape),

@@ -19,6 +19,23 @@ pair_cmp(const void *a, const void *b)
 	return (x->key > y->key) - (x->key < y->key);
 }
 
+/* The n pairs of l, copied in input order, sorted with the last of each
+ * key kept. */
+static struct rs_labels *
+sorted(struct rs_labels *l, size_t n)
+{
+	size_t i, j;
+
+	qsort(l->kv, n, sizeof l->kv[0], pair_cmp);
+	for (i = j = 0; i < n; i++) {
+		if (i + 1 < n && strcmp(l->kv[i].key, l->kv[i + 1].key) == 0)
+			continue;
+		l->kv[j++] = l->kv[i];
+	}
+	l->n = j;
+	return l;
+}
+
 static size_t
 count(const cJSON *obj, size_t *bytes, const char **bad)
 {
@@ -53,7 +70,7 @@ rs_labels_from_json(const cJSON *obj, struct rs_labels **out,
 	struct rs_labels *l;
 	const cJSON *c;
 	const char *bad = NULL;
-	size_t n = 0, bytes = 0, i, j;
+	size_t n = 0, bytes = 0, i;
 	char *p;
 
 	*out = NULL;
@@ -80,14 +97,79 @@ rs_labels_from_json(const cJSON *obj, struct rs_labels **out,
 			p = copy(p, c->valuestring);
 			i++;
 		}
-	qsort(l->kv, n, sizeof l->kv[0], pair_cmp);
-	for (i = j = 0; i < n; i++) {
-		if (i + 1 < n && strcmp(l->kv[i].key, l->kv[i + 1].key) == 0)
-			continue;
-		l->kv[j++] = l->kv[i];
+	*out = sorted(l, n);
+	return RS_OK;
+}
+
+/* Members of obj, and an upper bound of the bytes their keys and values
+ * take unescaped (a string's span, quotes in, holds its text and NUL);
+ * *bad is the first member whose value is no string. */
+static size_t
+jcount(const char *buf, struct rs_jspan obj, size_t *bytes,
+    struct rs_jspan *bad)
+{
+	struct rs_jiter it;
+	struct rs_jspan k, v;
+	size_t n = 0;
+
+	*bytes = 0;
+	if (rs_jscan_iter(&it, buf, obj) != RS_OK)
+		return 0;
+	while (rs_jscan_member(&it, &k, &v) == RS_OK) {
+		if (rs_jscan_type(buf, v) != RS_JSTRING) {
+			*bad = k;
+			return 0;
+		}
+		*bytes += (k.end - k.off) + (v.end - v.off);
+		n++;
 	}
-	l->n = j;
-	*out = l;
+	return n;
+}
+
+/* Unescapes the string s to p, which has room: past its NUL. */
+static char *
+junescape(char *p, const char *buf, struct rs_jspan s)
+{
+	size_t n;
+
+	(void)rs_jscan_unescape(buf, s, p, s.end - s.off, &n);
+	return p + strlen(p) + 1;
+}
+
+rs_code
+rs_labels_from_jscan(const char *buf, struct rs_jspan obj,
+    struct rs_labels **out, char *why, size_t whylen)
+{
+	struct rs_labels *l;
+	struct rs_jiter it;
+	struct rs_jspan k, v, bad = { 0, 0 };
+	enum rs_jtype t = rs_jscan_type(buf, obj);
+	size_t n = 0, bytes = 0, i = 0;
+	char *p, key[64];
+
+	*out = NULL;
+	if (t != RS_JNONE && t != RS_JNULL && t != RS_JOBJECT)
+		return rs_why(RS_EPARSE, why, whylen, "labels are not a JSON object");
+	if (t == RS_JOBJECT) {
+		n = jcount(buf, obj, &bytes, &bad);
+		if (bad.end > bad.off) {
+			(void)rs_jscan_unescape(buf, bad, key, sizeof key, NULL);
+			return rs_why(RS_EPARSE, why, whylen,
+			    "label \"%s\": value is not a string", key);
+		}
+	}
+	if ((l = malloc(sizeof *l + n * sizeof l->kv[0] + bytes)) == NULL)
+		return RS_ENOMEM;
+	p = (char *)&l->kv[n];
+	if (n > 0 && rs_jscan_iter(&it, buf, obj) == RS_OK)
+		while (i < n && rs_jscan_member(&it, &k, &v) == RS_OK) {
+			l->kv[i].key = p;
+			p = junescape(p, buf, k);
+			l->kv[i].value = p;
+			p = junescape(p, buf, v);
+			i++;
+		}
+	*out = sorted(l, n);
 	return RS_OK;
 }
 

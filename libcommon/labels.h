@@ -12,6 +12,7 @@
 #include <cJSON.h>
 
 #include "code.h"
+#include "jscan.h"
 
 struct rs_label {
 	const char *key;
@@ -31,6 +32,11 @@ struct rs_labels {
  * server did that. Free with rs_labels_free. */
 rs_code rs_labels_from_json(const cJSON *obj, struct rs_labels **out,
     char *why, size_t whylen);
+
+/* The same from the JSON text of a value that rs_jscan validated: an
+ * empty span (absent) or null give an empty set. */
+rs_code rs_labels_from_jscan(const char *buf, struct rs_jspan obj,
+    struct rs_labels **out, char *why, size_t whylen);
 
 /* The value of key, or NULL if the set has no such key. */
 const char *rs_labels_get(const struct rs_labels *l, const char *key);

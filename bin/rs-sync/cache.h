@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "code.h"
+#include "jscan.h"
 #include "kind.h"
 #include "labels.h"
 #include "selector.h"
@@ -123,8 +124,14 @@ void cache_init(struct cache *c, const struct kind *k);
 void cache_free(struct cache *c);
 
 /* Decode an object from the API into a cache entry (not yet inserted).
- * RS_EPARSE with why filled for an object the controller cannot use. */
-rs_code pod_decode(const cJSON *obj, struct pod **out, char *why, size_t len);
+ * RS_EPARSE with why filled for an object the controller cannot use.
+ * A pod is read from its JSON text, buf's span obj, which rs_jscan has
+ * validated (pod.c); pod_key gives the key alone ("namespace/name"),
+ * RS_EPARSE without one, RS_ETOOBIG when keylen is too short. */
+rs_code pod_decode(const char *buf, struct rs_jspan obj, struct pod **out,
+    char *why, size_t len);
+rs_code pod_key(const char *buf, struct rs_jspan obj, char *key,
+    size_t keylen);
 rs_code ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out,
     char *why, size_t len);
 void pod_free(struct pod *p);

@@ -111,7 +111,7 @@ add_pod(struct sync *s, const struct pod *p)
 		rs_info(4, "pod %s created, observed by %s", p->key, r->key);
 		exp_warn(rs_exp_creation_observed(s->exp, r->key),
 		    "observe a creation", r->key);
-		takeover_pod_added(s, r, p, s->ref_managers);
+		takeover_pod_added(s, r, p, s->line, s->ref_managers);
 		enqueue(s, r->key);
 		return;
 	}
@@ -172,23 +172,19 @@ delete_ctrl(struct sync *s, const char *key, const char *uid)
 }
 
 static rs_code
-event_pod(struct sync *s, const char *type, const cJSON *obj, int unknown)
+event_pod(struct sync *s, const char *type, const char *buf,
+    struct rs_jspan obj, int unknown)
 {
-	char why[256];
+	char why[256], key[512];
 	struct pod *p, *old = NULL;
 	rs_code rc;
 
 	if (strcmp(type, "DELETED") == 0) {
-		const char *ns = rs_json_str(obj, "metadata", "namespace", NULL);
-		const char *name = rs_json_str(obj, "metadata", "name", NULL);
-		char key[512];
-
-		if (ns == NULL || name == NULL)
-			return RS_EPARSE;
-		snprintf(key, sizeof key, "%s/%s", ns, name);
+		if ((rc = pod_key(buf, obj, key, sizeof key)) != RS_OK)
+			return rc == RS_ENOMEM ? rc : RS_EPARSE;
 		old = cache_del_pod(&s->cache, key);
 		/* the final state, unless the watcher lost it */
-		if (unknown || pod_decode(obj, &p, why, sizeof why) != RS_OK) {
+		if (unknown || pod_decode(buf, obj, &p, why, sizeof why) != RS_OK) {
 			if (old)
 				delete_pod(s, old);
 		} else {
@@ -198,7 +194,7 @@ event_pod(struct sync *s, const char *type, const cJSON *obj, int unknown)
 		pod_free(old);
 		return RS_OK;
 	}
-	if ((rc = pod_decode(obj, &p, why, sizeof why)) != RS_OK) {
+	if ((rc = pod_decode(buf, obj, &p, why, sizeof why)) != RS_OK) {
 		if (rc != RS_ENOMEM)    /* handle_event says that one */
 			rs_warn("event %lu: pod skipped: %s", s->events, why);
 		return rc;
@@ -284,22 +280,19 @@ sync_read_rv(const struct sync *s, const char *resource)
 	return "";
 }
 
-/* A copy, not a pointer into the line: the line and its tree are gone
- * once handled. A value that does not fit is no position at all. */
+/* A copy, not a pointer into the line: the line is gone once handled.
+ * A value that is no string, or does not fit, is no position at all. */
 static void
-read_rv_note(char *slot, const char *rv)
+read_rv_note(char *slot, const char *buf, struct rs_jspan rv)
 {
-	size_t n;
-
-	if (rv == NULL || (n = strlen(rv)) >= RS_RV_MAX) {
+	if (rs_jscan_type(buf, rv) != RS_JSTRING ||
+	    rs_jscan_unescape(buf, rv, slot, RS_RV_MAX, NULL) != RS_OK)
 		slot[0] = '\0';
-		return;
-	}
-	memcpy(slot, rv, n + 1);
 }
 
 static void
-event_synced(struct sync *s, const char *resource, const char *rv)
+event_synced(struct sync *s, const char *resource, const char *buf,
+    struct rs_jspan rv)
 {
 	char *slot = read_rv_slot(s, resource);
 
@@ -309,7 +302,7 @@ event_synced(struct sync *s, const char *resource, const char *rv)
 	}
 	/* none (a recording from before rs-watch printed it): the listed
 	 * objects' versions, in list order, tell no position */
-	read_rv_note(slot, rv);
+	read_rv_note(slot, buf, rv);
 	if (slot == s->read_rv_pods)
 		s->synced_pods = 1;
 	else
@@ -321,57 +314,107 @@ event_synced(struct sync *s, const char *resource, const char *rv)
  * moves the read position only: no handler, nothing queued. One without
  * a resourceVersion says nothing. */
 static void
-event_bookmark(struct sync *s, const char *resource, const char *rv)
+event_bookmark(struct sync *s, const char *resource, const char *buf,
+    struct rs_jspan rv)
 {
 	char *slot = read_rv_slot(s, resource);
 
-	if (slot != NULL && rv != NULL)
-		read_rv_note(slot, rv);
+	if (slot != NULL && rs_jscan_type(buf, rv) == RS_JSTRING)
+		read_rv_note(slot, buf, rv);
 }
+
+/* What an event line is read for, each the first member of its name. */
+enum { E_TYPE, E_RESOURCE, E_OBJECT, E_AT, E_UNKNOWN, E_MANAGERS, E_RV, E_N };
+static const char *const event_names[E_N] = { "type", "resource", "object",
+    "at", "final_state_unknown", "ref_managers", "resourceVersion" };
 
 /* rs-watch's "at": when it read the event (absent from recordings older
  * than it, and from hand-written lines: 0). */
 static double
-event_at(const cJSON *ev)
+event_at(const char *buf, struct rs_jspan at)
 {
-	const cJSON *at = cJSON_GetObjectItemCaseSensitive(ev, "at");
+	double t;
 
-	return cJSON_IsNumber(at) && at->valuedouble > 0 ? at->valuedouble : 0;
+	return rs_jscan_double(buf, at, &t) == RS_OK && t > 0 ? t : 0;
 }
 
+/* A string member of the event: type and resource are short words, and
+ * one cut at len compares unequal to all of them. */
+static const char *
+event_word(const char *buf, struct rs_jspan v, char *out, size_t len)
+{
+	if (rs_jscan_type(buf, v) != RS_JSTRING)
+		return NULL;
+	(void)rs_jscan_unescape(buf, v, out, len, NULL);
+	return out;
+}
+
+/* A controller is kept as a tree (cache.h): its text parsed. */
+static rs_code
+event_ctrl_text(struct sync *s, const char *type, const char *buf,
+    struct rs_jspan obj)
+{
+	size_t where = 0;
+	cJSON *take;
+	rs_code rc;
+
+	if ((rc = rs_json_parse(buf + obj.off, obj.end - obj.off, &take,
+	    &where)) != RS_OK) {
+		if (rc != RS_ENOMEM)
+			rs_warn("event %lu: malformed JSON at byte %zu, skipped",
+			    s->events, obj.off + where);
+		return rc;
+	}
+	return event_ctrl(s, type, take);
+}
+
+/* The resourceVersion of the object's metadata. */
+static struct rs_jspan
+object_rv(const char *buf, struct rs_jspan obj)
+{
+	static const char *const md[] = { "metadata" }, *const rv[] = {
+	    "resourceVersion" };
+	struct rs_jspan m, v;
+
+	(void)rs_jscan_pick(buf, obj, md, &m, 1);
+	(void)rs_jscan_pick(buf, m, rv, &v, 1);
+	return v;
+}
+
+/* The line is validated once, then read in place: a pod's object builds
+ * no tree at all (pod.c). */
 rs_code
 handle_event(struct sync *s, const char *line, size_t len)
 {
-	cJSON *ev = NULL, *obj;
-	const char *type, *res;
-	char *slot;
+	struct rs_jspan ev, f[E_N];
+	char type[32], res[256], *slot;
 	size_t where = 0;
 	rs_code rc;
 
 	s->events++;
 	s->event_at = 0;
-	if ((rc = rs_json_parse(line, len, &ev, &where)) != RS_OK) {
-		if (rc != RS_ENOMEM)
-			rs_warn("event %lu: malformed JSON at byte %zu, skipped",
-			    s->events, where);
+	if ((rc = rs_jscan_doc(line, len, &ev, &where)) != RS_OK ||
+	    rs_jscan_pick(line, ev, event_names, f, E_N) != RS_OK) {
+		rs_warn("event %lu: malformed JSON at byte %zu, skipped",
+		    s->events, rc == RS_OK ? 0 : where);
+		rc = RS_EPARSE;
 		goto bad;
 	}
-	if ((s->event_at = event_at(ev)) > 0)
+	if ((s->event_at = event_at(line, f[E_AT])) > 0)
 		rs_stagestats_observe_since("rs_sync_event_delivery_seconds",
 		    NULL, s->event_at, rs_wall_now());
-	type = rs_json_str(ev, "type", NULL);
-	res = rs_json_str(ev, "resource", NULL);
-	if (type == NULL || res == NULL) {
+	if (event_word(line, f[E_TYPE], type, sizeof type) == NULL ||
+	    event_word(line, f[E_RESOURCE], res, sizeof res) == NULL) {
 		rs_warn("event %lu: no type or resource, skipped", s->events);
 		rc = RS_EPARSE;
 		goto bad;
 	}
 	if (strcmp(type, "SYNCED") == 0) {
-		event_synced(s, res, rs_json_str(ev, "resourceVersion", NULL));
+		event_synced(s, res, line, f[E_RV]);
 		goto out;
 	}
 	if (strcmp(type, "BOOKMARK") == 0) {
-		event_bookmark(s, res, rs_json_str(ev, "resourceVersion", NULL));
+		event_bookmark(s, res, line, f[E_RV]);
 		goto out;
 	}
 	if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0 &&
@@ -380,8 +423,7 @@ handle_event(struct sync *s, const char *line, size_t len)
 		rc = RS_EPARSE;
 		goto bad;
 	}
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-	if (!cJSON_IsObject(obj)) {
+	if (rs_jscan_type(line, f[E_OBJECT]) != RS_JOBJECT) {
 		rs_warn("event %lu: no object, skipped", s->events);
 		rc = RS_EPARSE;
 		goto bad;
@@ -389,20 +431,18 @@ handle_event(struct sync *s, const char *line, size_t len)
 	/* the line is read whatever the handlers make of its object, as a
 	 * reflector's store takes every delta it is given */
 	if ((slot = read_rv_slot(s, res)) != NULL)
-		read_rv_note(slot, rs_json_str(obj, "metadata",
-		    "resourceVersion", NULL));
+		read_rv_note(slot, line, object_rv(line, f[E_OBJECT]));
 	if (slot == s->read_rv_pods) {
-		int unknown = cJSON_IsTrue(
-		    cJSON_GetObjectItemCaseSensitive(ev, "final_state_unknown"));
+		int unknown = rs_jscan_type(line, f[E_UNKNOWN]) == RS_JTRUE;
 
 		/* who set the owners matters only when a pod appears */
-		if (strcmp(type, "ADDED") == 0)
-			s->ref_managers = cJSON_GetObjectItemCaseSensitive(ev,
-			    "ref_managers");
-		rc = event_pod(s, type, obj, unknown);
+		if (strcmp(type, "ADDED") == 0) {
+			s->line = line;
+			s->ref_managers = f[E_MANAGERS];
+		}
+		rc = event_pod(s, type, line, f[E_OBJECT], unknown);
 	} else if (slot == s->read_rv_ctrls) {
-		cJSON_DetachItemViaPointer(ev, obj);
-		rc = event_ctrl(s, type, obj);
+		rc = event_ctrl_text(s, type, line, f[E_OBJECT]);
 	} else {
 		rs_info(5, "event %lu: resource %.64s ignored", s->events, res);
 	}
@@ -410,8 +450,7 @@ handle_event(struct sync *s, const char *line, size_t len)
 		goto bad;
 out:
 	s->event_at = 0;
-	s->ref_managers = NULL;
-	cJSON_Delete(ev);
+	s->line = NULL;
 	return RS_OK;
 bad:
 	/* an object the cache could not take would be missing from every
@@ -421,8 +460,7 @@ bad:
 		rs_fatal(111, "unable to keep event %lu in the cache: %s",
 		    s->events, rs_strerror(rc));
 	s->event_at = 0;
-	s->ref_managers = NULL;
+	s->line = NULL;
 	s->bad_events++;
-	cJSON_Delete(ev);
 	return rc;
 }

@@ -29,8 +29,10 @@ struct sync {
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */
-	const cJSON *ref_managers;     /* of the ADDED line being handled:
-	                                  rs-watch's, NULL when none */
+	const char *line;              /* the ADDED line being handled, */
+	struct rs_jspan ref_managers;  /* and its ref_managers (rs-watch's,
+	                                  empty when none); line is NULL
+	                                  for any other line */
 	struct takeover takeover;      /* the take-over guard's warnings */
 };
 

@@ -39,36 +39,44 @@ printable(char *out, size_t len, const char *in)
 	out[i] = '\0';
 }
 
-/* The first manager named, when none of them is us; NULL when one is us
- * or none is named (not known: no warning). */
+/* The first manager named, into m, when none of them is us; NULL when
+ * one is us or none is named (not known: no warning). */
 static const char *
-foreign_manager(const cJSON *managers)
+foreign_manager(const char *line, struct rs_jspan managers, char *m,
+    size_t len)
 {
-	const cJSON *m;
+	struct rs_jiter it;
+	struct rs_jspan v;
 	const char *first = NULL;
 
-	cJSON_ArrayForEach(m, managers) {
-		if (!cJSON_IsString(m))
+	if (line == NULL || rs_jscan_type(line, managers) != RS_JARRAY ||
+	    rs_jscan_iter(&it, line, managers) != RS_OK)
+		return NULL;
+	while (rs_jscan_elem(&it, &v) == RS_OK) {
+		if (rs_jscan_type(line, v) != RS_JSTRING)
 			continue;
-		if (strcmp(m->valuestring, RS_FIELD_MANAGER) == 0)
+		if (rs_jscan_keyeq(line, v, RS_FIELD_MANAGER))
 			return NULL;
-		if (first == NULL)
-			first = m->valuestring;
+		if (first == NULL) {
+			(void)rs_jscan_unescape(line, v, m, len, NULL);
+			first = m;
+		}
 	}
 	return first;
 }
 
 void
 takeover_pod_added(struct sync *s, const struct ctrl *r,
-    const struct pod *p, const cJSON *managers)
+    const struct pod *p, const char *line, struct rs_jspan managers)
 {
 	struct takeover *t = &s->takeover;
+	char mbuf[NAME_MAX_BYTES + 1];
 	const char *m;
 	struct warned *w;
 	size_t n;
 
-	if (!s->synced_pods || !cJSON_IsArray(managers) ||
-	    (m = foreign_manager(managers)) == NULL ||
+	if (!s->synced_pods ||
+	    (m = foreign_manager(line, managers, mbuf, sizeof mbuf)) == NULL ||
 	    rs_strmap_get(&t->warned, r->uid) != NULL)
 		return;
 	n = strlen(r->uid) + 1;

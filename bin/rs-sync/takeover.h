@@ -9,9 +9,9 @@
 #ifndef RS_SYNC_TAKEOVER_H
 #define RS_SYNC_TAKEOVER_H
 
-#include <cJSON.h>
 
 #include "code.h"
+#include "jscan.h"
 #include "strmap.h"
 
 #define TAKEOVER_REASON "AnotherControllerActive"
@@ -26,11 +26,12 @@ struct takeover {
 };
 
 /* A pod just ADDED (the handlers' add) with a controllerRef to r; managers
- * is the event line's ref_managers (rs-watch(1)), NULL when it had none.
+ * is the event line's ref_managers (rs-watch(1)), in the text line (an
+ * empty span when it had none; line NULL when it was no ADDED line).
  * Warns when the pods are synced, the managers are known and none of
  * them is rs-apply's (RS_FIELD_MANAGER), and r was not warned about. */
 void takeover_pod_added(struct sync *s, const struct ctrl *r,
-    const struct pod *p, const cJSON *managers);
+    const struct pod *p, const char *line, struct rs_jspan managers);
 /* At r's sync: the Event of its warning, the first time only. */
 rs_code takeover_emit(struct sync *s, const struct ctrl *r);
 /* r is gone (or came back with another UID): its entry goes. */

@@ -5,7 +5,8 @@
  * Oracle: no crash, sanitizer report or leak, and
  *  - a text the scanner takes, cJSON (rs_json_parse) takes too, and the
  *    scanner's walkers see the same tree: types, members in order, keys
- *    and strings unescaped, numbers, first-of-a-name look-ups;
+ *    and strings unescaped, numbers (rs_jscan_double too), first-of-a-name
+ *    look-ups (rs_jscan_find and rs_jscan_pick);
  *  - a text it refuses, the walkers still read within bounds;
  *  - an object rendered as rs-watch prints it parses, and is the input
  *    with its first metadata.managedFields removed (when trimming) and
@@ -53,6 +54,35 @@ unesc(const char *buf, struct rs_jspan s, size_t *n)
 	return out;
 }
 
+/* What a pick finds for names[i] is what find finds (an empty span
+ * where find finds none). */
+static int
+pick_agrees(const char *buf, struct rs_jspan obj, const char *const *names,
+    const struct rs_jspan *out, size_t i)
+{
+	struct rs_jspan f;
+
+	if (rs_jscan_find(buf, obj, names[i], &f) != RS_OK)
+		return out[i].off == out[i].end;
+	return out[i].off == f.off && out[i].end == f.end;
+}
+
+/* A pick of name between two other names finds what find found. */
+static int
+pick_is(const char *buf, struct rs_jspan obj, const char *name,
+    struct rs_jspan want)
+{
+	const char *names[] = { "metadata", name, "" };
+	struct rs_jspan out[3];
+
+	if (strcmp(name, names[0]) == 0 || strcmp(name, names[2]) == 0)
+		return 1;
+	return rs_jscan_pick(buf, obj, names, out, 3) == RS_OK &&
+	    pick_agrees(buf, obj, names, out, 0) &&
+	    pick_agrees(buf, obj, names, out, 2) &&
+	    out[1].off == want.off && out[1].end == want.end;
+}
+
 static void
 same(const char *buf, struct rs_jspan v, const cJSON *node)
 {
@@ -73,6 +103,7 @@ same(const char *buf, struct rs_jspan v, const cJSON *node)
 			if (strlen(s) == n) {
 				CHECK(rs_jscan_keyeq(buf, k, c->string));
 				CHECK(rs_jscan_find(buf, v, c->string, &f) == RS_OK);
+				CHECK(pick_is(buf, v, c->string, f));
 				if (cJSON_GetObjectItemCaseSensitive(node,
 				    c->string) == c)
 					CHECK(f.off == e.off && f.end == e.end);
@@ -103,6 +134,12 @@ same(const char *buf, struct rs_jspan v, const cJSON *node)
 			memcpy(num, buf + v.off, v.end - v.off);
 			num[v.end - v.off] = '\0';
 			CHECK(strtod(num, NULL) == node->valuedouble);
+		}
+		{
+			double d;
+
+			CHECK(rs_jscan_double(buf, v, &d) == RS_OK);
+			CHECK(d == node->valuedouble || v.end - v.off >= 64);
 		}
 		break;
 	case RS_JTRUE: CHECK(cJSON_IsTrue(node)); break;

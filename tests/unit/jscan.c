@@ -4,6 +4,7 @@
  * cJSON (through rs_json_parse) on generated documents: every member the
  * tree has, the scanner finds with the same value, and a text the scanner
  * accepts cJSON accepts too. */
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -793,6 +794,105 @@ agrees_with_cjson(void **state)
 	assert_true(refused > 10000);
 }
 
+/* Strings are crossed a word at a time: a byte that ends the plain run
+ * (quote, backslash, control, UTF-8) is found at every offset of strings
+ * of every length around the word size, by the validator and the walkers
+ * alike, and what the validator answers is what one byte at a time says. */
+static void
+strings_wordwise(void **state)
+{
+	static const char *const odd[] = { "\\\"", "\\\\", "\x01", "\xc3\xa9",
+	    "\xff", "\x7f", "\x1f", "\x20", "\xe2\x82\xac" };
+	static const int ok[] = { 1, 1, 0, 1, 0, 1, 0, 1, 1 };
+	char text[128], inner[64];
+	struct rs_jspan v, e;
+	struct rs_jiter it;
+	size_t len, pos, k, n, where;
+
+	for (len = 0; len < 40; len++)
+		for (pos = 0; pos <= len; pos++)
+			for (k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+				memset(inner, 'a', len);
+				inner[len] = '\0';
+				n = snprintf(text, sizeof text, "[\"%.*s%s%s\",1]",
+				    (int)pos, inner, odd[k], inner + pos);
+				where = 0;
+				assert_int_equal(rs_jscan_doc(text, n, &v, &where),
+				    ok[k] ? RS_OK : RS_EPARSE);
+				if (!ok[k]) {
+					assert_int_equal(where, 2 + pos);
+					continue;
+				}
+				assert_int_equal(rs_jscan_iter(&it, text, v), RS_OK);
+				assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+				assert_int_equal(e.off, 1);
+				assert_int_equal(e.end, n - 3);
+				assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+				assert_int_equal(text[e.off], '1');
+			}
+}
+
+/* A pick: the first member of each name, in one walk; escaped keys read
+ * as their text; absent names an empty span; no object, all empty. */
+static void
+pick(void **state)
+{
+	static const char *const names[] = { "a", "name", "zz", "b" };
+	const char *t = "{\"a\":1,\"na\\u006de\":\"x\",\"a\":2,\"b\":[3],"
+	    "\"name\":\"y\"}";
+	struct rs_jspan v, out[4];
+
+	assert_int_equal(rs_jscan_doc(t, strlen(t), &v, NULL), RS_OK);
+	assert_int_equal(rs_jscan_pick(t, v, names, out, 4), RS_OK);
+	assert_int_equal(out[0].end - out[0].off, 1);
+	assert_int_equal(t[out[0].off], '1');
+	assert_true(rs_jscan_keyeq(t, out[1], "x"));
+	assert_int_equal(rs_jscan_type(t, out[2]), RS_JNONE);
+	assert_int_equal(rs_jscan_type(t, out[3]), RS_JARRAY);
+	t = "[{\"a\":1}]";
+	assert_int_equal(rs_jscan_doc(t, strlen(t), &v, NULL), RS_OK);
+	assert_int_equal(rs_jscan_pick(t, v, names, out, 4), RS_EPARSE);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(rs_jscan_type(t, out[i]), RS_JNONE);
+	v.end = v.off;
+	assert_int_equal(rs_jscan_pick(t, v, names, out, 4), RS_EPARSE);
+}
+
+/* Numbers as strtod reads them, however long; anything else refused. */
+static void
+doubles(void **state)
+{
+	char t[256];
+	struct rs_jspan v;
+	double d;
+
+	size_t n;
+
+	strcpy(t, "[1e2,-0.5,2.9,1e400,\"1\",null,");
+	n = strlen(t);
+	memset(t + n, '9', 100);
+	strcpy(t + n + 100, "]");
+	assert_int_equal(rs_jscan_doc(t, strlen(t), &v, NULL), RS_OK);
+	struct rs_jiter it;
+	struct rs_jspan e;
+	const double want[] = { 100, -0.5, 2.9, HUGE_VAL };
+
+	assert_int_equal(rs_jscan_iter(&it, t, v), RS_OK);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+		assert_int_equal(rs_jscan_double(t, e, &d), RS_OK);
+		assert_true(d == want[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+		assert_int_equal(rs_jscan_double(t, e, &d), RS_EPARSE);
+	}
+	assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+	assert_int_equal(e.end - e.off, 100);
+	assert_int_equal(rs_jscan_double(t, e, &d), RS_OK);
+	assert_true(d > 9.9e99 && d < 1.1e100);
+}
+
 int
 main(void)
 {
@@ -811,6 +911,9 @@ main(void)
 		cmocka_unit_test(find_and_get),
 		cmocka_unit_test(str_convenience),
 		cmocka_unit_test(agrees_with_cjson),
+		cmocka_unit_test(strings_wordwise),
+		cmocka_unit_test(pick),
+		cmocka_unit_test(doubles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,18 +12,45 @@
 
 #include "labels.h"
 
+/* Both builders, from the tree and from the text, must agree. */
+static void
+same_sets(const struct rs_labels *a, const struct rs_labels *b)
+{
+	size_t i;
+
+	assert_int_equal(a->n, b->n);
+	for (i = 0; i < a->n; i++) {
+		assert_string_equal(a->kv[i].key, b->kv[i].key);
+		assert_string_equal(a->kv[i].value, b->kv[i].value);
+	}
+}
+
 static struct rs_labels *
 from(const char *json, rs_code want, char *why, size_t whylen)
 {
-	struct rs_labels *l = (struct rs_labels *)1;
+	struct rs_labels *l = (struct rs_labels *)1, *t = (struct rs_labels *)1;
+	struct rs_jspan v = { 0, 0 };
+	char twhy[256] = "";
 	cJSON *o = NULL;
 
-	if (json != NULL)
+	if (json != NULL) {
 		assert_non_null(o = cJSON_Parse(json));
+		assert_int_equal(rs_jscan_doc(json, strlen(json), &v, NULL),
+		    RS_OK);
+	}
 	assert_int_equal(rs_labels_from_json(o, &l, why, whylen), want);
+	assert_int_equal(rs_labels_from_jscan(json ? json : "", v, &t, twhy,
+	    sizeof twhy), want);
 	cJSON_Delete(o);
-	if (want != RS_OK)
+	if (want != RS_OK) {
 		assert_null(l);
+		assert_null(t);
+		if (why != NULL)
+			assert_string_equal(why, twhy);
+		return l;
+	}
+	same_sets(l, t);
+	rs_labels_free(t);
 	return l;
 }
 
@@ -84,6 +111,21 @@ empty_and_null(void **state)
 	rs_labels_free(b);
 	rs_labels_free(c);
 	rs_labels_free(NULL);
+}
+
+/* Escaped keys and values read as their text (the two builders agree in
+ * from()); a key escaped one way and plain the other is one key. */
+static void
+escaped(void **state)
+{
+	struct rs_labels *l = from("{\"caf\\u00e9\":\"a\\/b\",\"x\":\"\\\"q\\\"\","
+	    "\"\\u0078\":\"last\",\"t\\tab\":\"\\ud83d\\ude00\"}", RS_OK, NULL, 0);
+
+	assert_int_equal(l->n, 3);
+	assert_string_equal(rs_labels_get(l, "caf\xc3\xa9"), "a/b");
+	assert_string_equal(rs_labels_get(l, "x"), "last");
+	assert_string_equal(rs_labels_get(l, "t\tab"), "\xf0\x9f\x98\x80");
+	rs_labels_free(l);
 }
 
 static void
@@ -226,6 +268,7 @@ main(void)
 		cmocka_unit_test(sorted_and_found),
 		cmocka_unit_test(one_block),
 		cmocka_unit_test(empty_and_null),
+		cmocka_unit_test(escaped),
 		cmocka_unit_test(last_wins),
 		cmocka_unit_test(last_wins_many),
 		cmocka_unit_test(refused),

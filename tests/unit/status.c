@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../bin/rs-sync/cache.c"
+#include "../../bin/rs-sync/pod.c"
 #include "../../bin/rs-sync/intern.c"
 #include "../../bin/rs-sync/kind.c"
 #include "../../bin/rs-sync/status.c"

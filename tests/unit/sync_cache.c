@@ -14,8 +14,19 @@
 #include <cmocka.h>
 
 #include "../../bin/rs-sync/cache.c"
+#include "../../bin/rs-sync/pod.c"
 #include "../../bin/rs-sync/intern.c"
 #include "../../bin/rs-sync/kind.c"
+
+/* pod_decode of a JSON text, validated first as rs-sync does. */
+static rs_code
+decode(const char *json, struct pod **p, char *why, size_t len)
+{
+	struct rs_jspan v;
+
+	assert_int_equal(rs_jscan_doc(json, strlen(json), &v, NULL), RS_OK);
+	return pod_decode(json, v, p, why, len);
+}
 
 /* A pod named NAME in NS; OWNER is a ReplicaSet's name (its UID is
  * "uid-" OWNER) or NULL; EXTRA is more metadata, or "". */
@@ -25,7 +36,6 @@ mkpod(const char *ns, const char *name, const char *owner, const char *labels,
 {
 	char json[2048], ref[256] = "", why[128];
 	struct pod *p = NULL;
-	cJSON *o;
 
 	if (owner)
 		snprintf(ref, sizeof ref, ",\"ownerReferences\":[{\"apiVersion\":"
@@ -35,9 +45,7 @@ mkpod(const char *ns, const char *name, const char *owner, const char *labels,
 	    "\"name\":\"%s\",\"uid\":\"uid-pod-%s\",\"resourceVersion\":\"7\","
 	    "\"labels\":%s%s%s},\"spec\":{\"nodeName\":\"node-1\"}}",
 	    ns, name, name, labels, ref, extra);
-	assert_non_null(o = cJSON_Parse(json));
-	assert_int_equal(pod_decode(o, &p, why, sizeof why), RS_OK);
-	cJSON_Delete(o);
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_OK);
 	return p;
 }
 
@@ -56,12 +64,10 @@ decoded(void **state)
 	    "\"status\":{\"phase\":\"Running\",\"conditions\":[{\"type\":\"Ready\","
 	    "\"status\":\"True\",\"lastTransitionTime\":\"2026-01-01T00:00:10Z\"}],"
 	    "\"containerStatuses\":[{\"restartCount\":2},{\"restartCount\":5}]}}";
-	cJSON *o = cJSON_Parse(json);
 	char why[128];
 	struct pod *p;
 
-	assert_int_equal(pod_decode(o, &p, why, sizeof why), RS_OK);
-	cJSON_Delete(o);
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_OK);
 	assert_string_equal(p->key, "prod/web-1");
 	assert_string_equal(p->ns, "prod");
 	assert_string_equal(p->name, "web-1");
@@ -113,15 +119,68 @@ no_ref_no_time(void **state)
 static void
 refused(void **state)
 {
-	cJSON *o = cJSON_Parse("{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
-	    "\"labels\":{\"app\":1}}}");
+	const char *json = "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"a\","
+	    "\"labels\":{\"app\":1}}}";
 	struct pod *p = NULL;
 	char why[128] = "";
 
-	assert_int_equal(pod_decode(o, &p, why, sizeof why), RS_EPARSE);
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_EPARSE);
 	assert_non_null(strstr(why, "app"));
 	assert_null(p);
-	cJSON_Delete(o);
+	assert_int_equal(intern_count(), 0);
+}
+
+/* The text is read as the tree was: the first member of a name, lists
+ * walked over an object's values too, a step that is no object absent,
+ * strings only where strings are wanted, numbers as doubles, escapes
+ * read as their text. */
+static void
+read_as_the_tree_did(void **state)
+{
+	const char *json = "{\"metadata\":{\"namespace\":\"ns\",\"name\":"
+	    "\"na\\u006de-1\",\"name\":\"second\",\"uid\":7,"
+	    "\"deletionTimestamp\":null,\"labels\":null,"
+	    "\"ownerReferences\":{\"x\":{\"kind\":\"ReplicaSet\",\"name\":\"r\","
+	    "\"uid\":\"u\\/1\",\"controller\":true}}},"
+	    "\"metadata\":{\"namespace\":\"other\"},"
+	    "\"spec\":{\"nodeName\":\"n\\/1\",\"initContainers\":[{\"name\":"
+	    "\"side\",\"restartPolicy\":\"Always\"},{\"name\":\"once\"}]},"
+	    "\"status\":{\"phase\":\"Failed\",\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":\"False\"},{\"type\":\"Ready\",\"status\":\"True\"}],"
+	    "\"containerStatuses\":{\"a\":{\"restartCount\":2.9},"
+	    "\"b\":{\"restartCount\":\"7\"},\"c\":{\"restartCount\":1}},"
+	    "\"initContainerStatuses\":[{\"name\":\"side\",\"restartCount\":4},"
+	    "{\"name\":\"once\",\"restartCount\":9}]}}";
+	char why[128], key[64];
+	struct rs_jspan v;
+	struct pod *p;
+
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_OK);
+	assert_string_equal(p->key, "ns/name-1");
+	assert_string_equal(p->uid, "");          /* not a string */
+	assert_true(p->deleted);                  /* null, but there */
+	assert_int_equal(p->labels->n, 0);
+	assert_string_equal(p->ctrl_kind, "ReplicaSet");
+	assert_string_equal(p->ctrl_uid, "u/1");
+	assert_string_equal(p->node, "n/1");
+	assert_true(p->terminal);
+	assert_false(p->ready);                   /* the first Ready */
+	assert_int_equal(p->restarts, 2);
+	assert_int_equal(p->sidecar_restarts, 4);
+	pod_free(p);
+	assert_int_equal(rs_jscan_doc(json, strlen(json), &v, NULL), RS_OK);
+	assert_int_equal(pod_key(json, v, key, sizeof key), RS_OK);
+	assert_string_equal(key, "ns/name-1");
+	assert_int_equal(pod_key(json, v, key, 4), RS_ETOOBIG);
+
+	json = "{\"metadata\":[],\"spec\":{\"nodeName\":\"n\"}}";
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_EPARSE);
+	assert_string_equal(why, "pod without metadata.namespace or metadata.name");
+	json = "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\"},\"spec\":[1]}";
+	assert_int_equal(decode(json, &p, why, sizeof why), RS_OK);
+	assert_string_equal(p->node, "");
+	assert_null(p->ctrl_kind);
+	pod_free(p);
 	assert_int_equal(intern_count(), 0);
 }
 
@@ -304,6 +363,7 @@ main(void)
 		cmocka_unit_test(decoded),
 		cmocka_unit_test(no_ref_no_time),
 		cmocka_unit_test(refused),
+		cmocka_unit_test(read_as_the_tree_did),
 		cmocka_unit_test(shared),
 		cmocka_unit_test(old_survives),
 		cmocka_unit_test(lists_model),
