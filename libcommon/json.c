@@ -103,15 +103,20 @@ rs_json_int(const cJSON *o, long long dflt, ...)
 {
 	va_list ap;
 
-	double d;
-
 	va_start(ap, dflt);
 	o = json_vget(o, ap);
 	va_end(ap);
-	if (!cJSON_IsNumber(o) || isnan(o->valuedouble))
+	if (!cJSON_IsNumber(o))
+		return dflt;
+	return rs_json_ll(o->valuedouble, dflt);
+}
+
+long long
+rs_json_ll(double d, long long dflt)
+{
+	if (isnan(d))
 		return dflt;
 	/* converting a double out of range is undefined: 1e400 is inf */
-	d = o->valuedouble;
 	if (d >= 9223372036854775807.0)
 		return LLONG_MAX;
 	if (d <= -9223372036854775808.0)

@@ -32,6 +32,9 @@ const char *rs_json_str(const cJSON *o, ...) __attribute__((sentinel));
  * when absent, not a number, or NaN. */
 long long rs_json_int(const cJSON *o, long long dflt, ...)
     __attribute__((sentinel));
+/* A JSON number as rs_json_int reads it: dflt for NaN, clamped to the
+ * range of long long (1e400 is inf), else cut toward zero. */
+long long rs_json_ll(double d, long long dflt);
 
 /* Compact text of o, malloc'd (free with cJSON_free); NULL on ENOMEM. */
 char *rs_json_print(const cJSON *o);

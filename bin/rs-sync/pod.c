@@ -7,7 +7,6 @@
  * name; a path whose step is no object is absent; a list walked over the
  * values of an object too (cJSON_ArrayForEach); a string where a string
  * is wanted, else absent; numbers as doubles. */
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "clock.h"
 #include "intern.h"
 #include "jscan.h"
+#include "json.h"
 
 #define DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
 #define KEY_MAX 512
@@ -83,13 +83,9 @@ int_of(const char *buf, struct rs_jspan v)
 {
 	double d;
 
-	if (rs_jscan_double(buf, v, &d) != RS_OK || d != d)
+	if (rs_jscan_double(buf, v, &d) != RS_OK)
 		return 0;
-	if (d >= 9223372036854775807.0)
-		return LLONG_MAX;
-	if (d <= -9223372036854775808.0)
-		return LLONG_MIN;
-	return (long long)d;
+	return rs_json_ll(d, 0);
 }
 
 /* The values of a list, or of an object's members. */
