@@ -169,7 +169,7 @@ rs_labels_from_jscan(const char *buf, struct rs_jspan obj,
 			p = junescape(p, buf, v);
 			i++;
 		}
-	*out = sorted(l, n);
+	*out = sorted(l, i);
 	return RS_OK;
 }
 

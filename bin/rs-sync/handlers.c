@@ -393,11 +393,13 @@ handle_event(struct sync *s, const char *line, size_t len)
 
 	s->events++;
 	s->event_at = 0;
-	if ((rc = rs_jscan_doc(line, len, &ev, &where)) != RS_OK ||
-	    rs_jscan_pick(line, ev, event_names, f, E_N) != RS_OK) {
+	if ((rc = rs_jscan_doc(line, len, &ev, &where)) != RS_OK) {
 		rs_warn("event %lu: malformed JSON at byte %zu, skipped",
-		    s->events, rc == RS_OK ? 0 : where);
-		rc = RS_EPARSE;
+		    s->events, where);
+		goto bad;
+	}
+	if ((rc = rs_jscan_pick(line, ev, event_names, f, E_N)) != RS_OK) {
+		rs_warn("event %lu: not a JSON object, skipped", s->events);
 		goto bad;
 	}
 	if ((s->event_at = event_at(line, f[E_AT])) > 0)

@@ -6,7 +6,10 @@
  * unescaped. What it reads is what the tree gave: the first member of a
  * name; a path whose step is no object is absent; a list walked over the
  * values of an object too (cJSON_ArrayForEach); a string where a string
- * is wanted, else absent; numbers as doubles. */
+ * is wanted, else absent; numbers as doubles. But for \u0000: the tree
+ * cut a string at it, and a string is now compared whole (as Go compares
+ * it), though kept cut (a C string). The API server admits no NUL in the
+ * fields compared (names, enums, condition types, annotation keys). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include "intern.h"
 #include "jscan.h"
 #include "json.h"
+#include "log.h"
 
 #define DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
 #define KEY_MAX 512
@@ -44,17 +48,21 @@ scratch_reset(size_t need)
 	return RS_OK;
 }
 
-/* The string v unescaped into the scratch, NULL when v is no string. */
+/* The string v unescaped into the scratch, NULL when v is no string.
+ * A string read twice could outgrow the scratch: a field then read as
+ * absent could make an owned pod an orphan, so that is fatal. */
 static const char *
 str(const char *buf, struct rs_jspan v)
 {
 	char *out = scratch.buf + scratch.len;
 	size_t n;
 
-	if (rs_jscan_type(buf, v) != RS_JSTRING ||
-	    rs_jscan_unescape(buf, v, out, scratch.cap - scratch.len, &n) !=
-	    RS_OK)
+	if (rs_jscan_type(buf, v) != RS_JSTRING)
 		return NULL;
+	if (rs_jscan_unescape(buf, v, out, scratch.cap - scratch.len, &n) !=
+	    RS_OK)
+		rs_fatal(111, "unable to read a pod: its strings outgrew the "
+		    "decode buffer (a bug)");
 	scratch.len += n + 1;
 	return out;
 }

@@ -804,7 +804,7 @@ strings_wordwise(void **state)
 	static const char *const odd[] = { "\\\"", "\\\\", "\x01", "\xc3\xa9",
 	    "\xff", "\x7f", "\x1f", "\x20", "\xe2\x82\xac" };
 	static const int ok[] = { 1, 1, 0, 1, 0, 1, 0, 1, 1 };
-	char text[128], inner[64];
+	char fmt[128], inner[64], *text;
 	struct rs_jspan v, e;
 	struct rs_jiter it;
 	size_t len, pos, k, n, where;
@@ -814,22 +814,43 @@ strings_wordwise(void **state)
 			for (k = 0; k < sizeof odd / sizeof odd[0]; k++) {
 				memset(inner, 'a', len);
 				inner[len] = '\0';
-				n = snprintf(text, sizeof text, "[\"%.*s%s%s\",1]",
+				n = snprintf(fmt, sizeof fmt, "[\"%.*s%s%s\",1]",
 				    (int)pos, inner, odd[k], inner + pos);
+				/* exactly the text, no byte after it: a read
+				 * past the end is ASan's to see */
+				assert_non_null(text = malloc(n));
+				memcpy(text, fmt, n);
 				where = 0;
 				assert_int_equal(rs_jscan_doc(text, n, &v, &where),
 				    ok[k] ? RS_OK : RS_EPARSE);
 				if (!ok[k]) {
 					assert_int_equal(where, 2 + pos);
-					continue;
+				} else {
+					assert_int_equal(rs_jscan_iter(&it, text, v),
+					    RS_OK);
+					assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+					assert_int_equal(e.off, 1);
+					assert_int_equal(e.end, n - 3);
+					assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
+					assert_int_equal(text[e.off], '1');
 				}
-				assert_int_equal(rs_jscan_iter(&it, text, v), RS_OK);
-				assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
-				assert_int_equal(e.off, 1);
-				assert_int_equal(e.end, n - 3);
-				assert_int_equal(rs_jscan_elem(&it, &e), RS_OK);
-				assert_int_equal(text[e.off], '1');
+				free(text);
 			}
+	/* a string cut at the end of the text, plain to its last byte */
+	for (len = 0; len < 40; len++) {
+		assert_non_null(text = malloc(len + 1));
+		text[0] = '"';
+		memset(text + 1, 'a', len);
+		where = 0;
+		assert_int_equal(rs_jscan_doc(text, len + 1, &v, &where),
+		    RS_EPARSE);
+		assert_int_equal(where, len + 1);
+		v.off = 0;
+		v.end = len + 1;
+		assert_int_equal(rs_jscan_unescape(text, v, inner, sizeof inner,
+		    NULL), RS_EPARSE);
+		free(text);
+	}
 }
 
 /* A pick: the first member of each name, in one walk; escaped keys read
@@ -837,18 +858,21 @@ strings_wordwise(void **state)
 static void
 pick(void **state)
 {
-	static const char *const names[] = { "a", "name", "zz", "b" };
-	const char *t = "{\"a\":1,\"na\\u006de\":\"x\",\"a\":2,\"b\":[3],"
-	    "\"name\":\"y\"}";
-	struct rs_jspan v, out[4];
+	static const char *const names[] = { "a", "name", "zz", "b", "bb" };
+	const char *t = "{\"\":0,\"nam\":0,\"z\":0,\"names\":0,\"a\":1,"
+	    "\"na\\u006de\":\"x\",\"a\":2,\"b\":[3],\"name\":\"y\"}";
+	struct rs_jspan v, out[5];
 
 	assert_int_equal(rs_jscan_doc(t, strlen(t), &v, NULL), RS_OK);
-	assert_int_equal(rs_jscan_pick(t, v, names, out, 4), RS_OK);
+	assert_int_equal(rs_jscan_pick(t, v, names, out, 5), RS_OK);
 	assert_int_equal(out[0].end - out[0].off, 1);
 	assert_int_equal(t[out[0].off], '1');
 	assert_true(rs_jscan_keyeq(t, out[1], "x"));
+	/* neither a key that is a name's beginning, nor one that begins
+	 * with a name, is that name */
 	assert_int_equal(rs_jscan_type(t, out[2]), RS_JNONE);
 	assert_int_equal(rs_jscan_type(t, out[3]), RS_JARRAY);
+	assert_int_equal(rs_jscan_type(t, out[4]), RS_JNONE);
 	t = "[{\"a\":1}]";
 	assert_int_equal(rs_jscan_doc(t, strlen(t), &v, NULL), RS_OK);
 	assert_int_equal(rs_jscan_pick(t, v, names, out, 4), RS_EPARSE);
@@ -891,6 +915,20 @@ doubles(void **state)
 	assert_int_equal(e.end - e.off, 100);
 	assert_int_equal(rs_jscan_double(t, e, &d), RS_OK);
 	assert_true(d > 9.9e99 && d < 1.1e100);
+	/* around the copy's stack buffer: 63, 64 and 65 digits, each text
+	 * exactly that long (ASan sees a byte too many) */
+	for (n = 63; n <= 65; n++) {
+		char *x = malloc(n);
+
+		assert_non_null(x);
+		memset(x, '1', n);
+		e.off = 0;
+		e.end = n;
+		assert_int_equal(rs_jscan_double(x, e, &d), RS_OK);
+		assert_true(d > 1.1e62 * pow(10, n - 63) &&
+		    d < 1.2e62 * pow(10, n - 63));
+		free(x);
+	}
 }
 
 int

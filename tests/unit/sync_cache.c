@@ -145,7 +145,8 @@ read_as_the_tree_did(void **state)
 	    "\"metadata\":{\"namespace\":\"other\"},"
 	    "\"spec\":{\"nodeName\":\"n\\/1\",\"initContainers\":[{\"name\":"
 	    "\"side\",\"restartPolicy\":\"Always\"},{\"name\":\"once\"}]},"
-	    "\"status\":{\"phase\":\"Failed\",\"conditions\":[{\"type\":\"Ready\","
+	    "\"status\":{\"phase\":\"Failed\",\"conditions\":[{\"type\":"
+	    "\"PodScheduled\",\"status\":\"True\"},{\"type\":\"Ready\","
 	    "\"status\":\"False\"},{\"type\":\"Ready\",\"status\":\"True\"}],"
 	    "\"containerStatuses\":{\"a\":{\"restartCount\":2.9},"
 	    "\"b\":{\"restartCount\":\"7\"},\"c\":{\"restartCount\":1}},"
@@ -176,10 +177,17 @@ read_as_the_tree_did(void **state)
 	json = "{\"metadata\":[],\"spec\":{\"nodeName\":\"n\"}}";
 	assert_int_equal(decode(json, &p, why, sizeof why), RS_EPARSE);
 	assert_string_equal(why, "pod without metadata.namespace or metadata.name");
-	json = "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\"},\"spec\":[1]}";
+	json = "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"b\"},\"spec\":[1],"
+	    "\"status\":{\"phase\":\"Unknown\",\"conditions\":{\"x\":{\"type\":"
+	    "\"PodScheduled\",\"status\":\"False\"},\"y\":{\"type\":\"Ready\","
+	    "\"status\":\"True\",\"lastTransitionTime\":\"2026-01-01T00:00:10Z\"}}}}";
 	assert_int_equal(decode(json, &p, why, sizeof why), RS_OK);
 	assert_string_equal(p->node, "");
 	assert_null(p->ctrl_kind);
+	assert_int_equal(p->phase_rank, 1);
+	assert_false(p->terminal);
+	assert_true(p->ready);                    /* conditions as an object */
+	assert_true(p->ready_since == 1767225610.0);
 	pod_free(p);
 	assert_int_equal(intern_count(), 0);
 }
