@@ -583,6 +583,16 @@ rs_jscan_elem(struct rs_jiter *it, struct rs_jspan *val)
 }
 
 rs_code
+rs_jscan_value_next(struct rs_jiter *it, struct rs_jspan *val)
+{
+	struct rs_jspan k;
+
+	if (it->buf[it->start] == '{')
+		return rs_jscan_member(it, &k, val);
+	return rs_jscan_elem(it, val);
+}
+
+rs_code
 rs_jscan_key(struct rs_jiter *it, struct rs_jspan *key)
 {
 	uchar *p = (uchar *)it->buf;

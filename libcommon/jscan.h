@@ -81,6 +81,10 @@ rs_code rs_jscan_member(struct rs_jiter *it, struct rs_jspan *key,
 /* The next element, or the value of the member whose key was just read,
  * the same way. */
 rs_code rs_jscan_elem(struct rs_jiter *it, struct rs_jspan *val);
+/* The next value of the container walked: an element of a list, the
+ * value of an object's member (its key passed over), as
+ * cJSON_ArrayForEach walks either. */
+rs_code rs_jscan_value_next(struct rs_jiter *it, struct rs_jspan *val);
 /* The next member's key only: its value is read next, by rs_jscan_elem or
  * rs_jscan_enter. */
 rs_code rs_jscan_key(struct rs_jiter *it, struct rs_jspan *key);

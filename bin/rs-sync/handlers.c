@@ -368,16 +368,13 @@ event_ctrl_text(struct sync *s, const char *type, const char *buf,
 	return event_ctrl(s, type, take);
 }
 
-/* The resourceVersion of the object's metadata. */
+/* The resourceVersion of the object's metadata; an empty span: none. */
 static struct rs_jspan
 object_rv(const char *buf, struct rs_jspan obj)
 {
-	static const char *const md[] = { "metadata" }, *const rv[] = {
-	    "resourceVersion" };
-	struct rs_jspan m, v;
+	struct rs_jspan v = { 0, 0 };
 
-	(void)rs_jscan_pick(buf, obj, md, &m, 1);
-	(void)rs_jscan_pick(buf, m, rv, &v, 1);
+	(void)rs_jscan_get(buf, obj, &v, "metadata", "resourceVersion", NULL);
 	return v;
 }
 

@@ -96,34 +96,15 @@ int_of(const char *buf, struct rs_jspan v)
 	return rs_json_ll(d, 0);
 }
 
-/* The values of a list, or of an object's members. */
-struct values {
-	struct rs_jiter it;
-	int obj;
-	int ok;
-};
-
-static void
-values_of(struct values *w, const char *buf, struct rs_jspan v)
+/* Walks the values of v, a list or an object (as cJSON_ArrayForEach):
+ * 0 when v is neither. */
+static int
+values_of(struct rs_jiter *it, const char *buf, struct rs_jspan v)
 {
 	enum rs_jtype t = rs_jscan_type(buf, v);
 
-	w->obj = t == RS_JOBJECT;
-	w->ok = (t == RS_JOBJECT || t == RS_JARRAY) &&
-	    rs_jscan_iter(&w->it, buf, v) == RS_OK;
-}
-
-static int
-values_next(struct values *w, struct rs_jspan *v)
-{
-	struct rs_jspan k;
-
-	if (!w->ok)
-		return 0;
-	if ((w->obj ? rs_jscan_member(&w->it, &k, v) :
-	    rs_jscan_elem(&w->it, v)) != RS_OK)
-		w->ok = 0;
-	return w->ok;
+	return (t == RS_JOBJECT || t == RS_JARRAY) &&
+	    rs_jscan_iter(it, buf, v) == RS_OK;
 }
 
 /* What a pod is read for, each the first member of its name. */
@@ -166,11 +147,12 @@ static void
 pod_controller_ref(const struct pod_text *t, const char *r[3])
 {
 	struct rs_jspan ref, f[R_N];
-	struct values w;
+	struct rs_jiter it;
 
 	r[0] = r[1] = r[2] = NULL;
-	values_of(&w, t->buf, t->meta[M_OWNERS]);
-	while (values_next(&w, &ref)) {
+	if (!values_of(&it, t->buf, t->meta[M_OWNERS]))
+		return;
+	while (rs_jscan_value_next(&it, &ref) == RS_OK) {
 		if (rs_jscan_pick(t->buf, ref, ref_names, f, R_N) != RS_OK ||
 		    rs_jscan_type(t->buf, f[R_CONTROLLER]) != RS_JTRUE)
 			continue;
@@ -185,14 +167,14 @@ pod_controller_ref(const struct pod_text *t, const char *r[3])
 static int32_t
 deletion_cost(const struct pod_text *t)
 {
-	static const char *const name[] = { DELETION_COST };
 	struct rs_jspan v;
-	const char *s;
+	const char *s = NULL;
 	char *end;
 	long long c;
 
-	(void)rs_jscan_pick(t->buf, t->meta[M_ANNOTATIONS], name, &v, 1);
-	s = str(t->buf, v);
+	if (rs_jscan_find(t->buf, t->meta[M_ANNOTATIONS], DELETION_COST,
+	    &v) == RS_OK)
+		s = str(t->buf, v);
 	/* as upstream: no sign but '-', no leading zero, no blank */
 	if (s == NULL || !(s[0] == '-' || (s[0] >= '1' && s[0] <= '9') ||
 	    strcmp(s, "0") == 0))
@@ -203,35 +185,44 @@ deletion_cost(const struct pod_text *t)
 	return (int32_t)c;
 }
 
+/* The most restarts an init container status named name shows. */
+static int32_t
+init_restarts(const struct pod_text *t, const char *name)
+{
+	static const char *const names[] = { "name", "restartCount" };
+	struct rs_jspan st, f[2];
+	struct rs_jiter it;
+	int32_t max = 0;
+	long long r;
+
+	if (!values_of(&it, t->buf, t->status[T_INIT_STATUSES]))
+		return 0;
+	while (rs_jscan_value_next(&it, &st) == RS_OK)
+		if (rs_jscan_pick(t->buf, st, names, f, 2) == RS_OK &&
+		    is(t->buf, f[0], name) && (r = int_of(t->buf, f[1])) > max)
+			max = (int32_t)r;
+	return max;
+}
+
 /* Init containers with restartPolicy Always are sidecars: their restarts
  * break ties after the regular containers'. */
 static int32_t
 sidecar_restarts(const struct pod_text *t)
 {
-	static const char *const cnames[] = { "restartPolicy", "name" };
-	static const char *const snames[] = { "name", "restartCount" };
-	struct rs_jspan c, cf[2], st, sf[2];
-	struct values inits, sts;
+	static const char *const names[] = { "restartPolicy", "name" };
+	struct rs_jspan c, f[2];
+	struct rs_jiter it;
 	const char *name;
-	int32_t max = 0;
+	int32_t max = 0, r;
 
-	values_of(&inits, t->buf, t->spec[S_INITS]);
-	while (values_next(&inits, &c)) {
-		if (rs_jscan_pick(t->buf, c, cnames, cf, 2) != RS_OK ||
-		    !is(t->buf, cf[0], "Always") ||
-		    (name = str(t->buf, cf[1])) == NULL)
-			continue;
-		values_of(&sts, t->buf, t->status[T_INIT_STATUSES]);
-		while (values_next(&sts, &st)) {
-			long long r;
-
-			if (rs_jscan_pick(t->buf, st, snames, sf, 2) != RS_OK ||
-			    !is(t->buf, sf[0], name))
-				continue;
-			if ((r = int_of(t->buf, sf[1])) > max)
-				max = (int32_t)r;
-		}
-	}
+	if (!values_of(&it, t->buf, t->spec[S_INITS]))
+		return 0;
+	while (rs_jscan_value_next(&it, &c) == RS_OK)
+		if (rs_jscan_pick(t->buf, c, names, f, 2) == RS_OK &&
+		    is(t->buf, f[0], "Always") &&
+		    (name = str(t->buf, f[1])) != NULL &&
+		    (r = init_restarts(t, name)) > max)
+			max = r;
 	return max;
 }
 
@@ -240,10 +231,10 @@ pod_status(struct pod *p, const struct pod_text *t)
 {
 	static const char *const cnames[] = { "type", "status",
 	    "lastTransitionTime" };
-	static const char *const rc[] = { "restartCount" };
 	const struct rs_jspan phase = t->status[T_PHASE];
 	struct rs_jspan c, f[3];
-	struct values w;
+	struct rs_jiter it;
+	long long n;
 
 	p->phase_rank = 0;
 	if (is(t->buf, phase, "Unknown"))
@@ -252,24 +243,21 @@ pod_status(struct pod *p, const struct pod_text *t)
 		p->phase_rank = 2;
 	p->terminal = is(t->buf, phase, "Succeeded") ||
 	    is(t->buf, phase, "Failed");
-	values_of(&w, t->buf, t->status[T_CONDITIONS]);
-	while (values_next(&w, &c)) {
-		if (rs_jscan_pick(t->buf, c, cnames, f, 3) != RS_OK ||
-		    !is(t->buf, f[0], "Ready"))
-			continue;
-		p->ready = is(t->buf, f[1], "True");
-		if (p->ready)
-			p->ready_since = time_of(t->buf, f[2]);
-		break;
-	}
-	values_of(&w, t->buf, t->status[T_STATUSES]);
-	while (values_next(&w, &c)) {
-		long long n;
-
-		(void)rs_jscan_pick(t->buf, c, rc, f, 1);
-		if ((n = int_of(t->buf, f[0])) > p->restarts)
-			p->restarts = (int32_t)n;
-	}
+	if (values_of(&it, t->buf, t->status[T_CONDITIONS]))
+		while (rs_jscan_value_next(&it, &c) == RS_OK) {
+			if (rs_jscan_pick(t->buf, c, cnames, f, 3) != RS_OK ||
+			    !is(t->buf, f[0], "Ready"))
+				continue;
+			p->ready = is(t->buf, f[1], "True");
+			if (p->ready)
+				p->ready_since = time_of(t->buf, f[2]);
+			break;
+		}
+	if (values_of(&it, t->buf, t->status[T_STATUSES]))
+		while (rs_jscan_value_next(&it, &c) == RS_OK)
+			if (rs_jscan_find(t->buf, c, "restartCount", &f[0]) ==
+			    RS_OK && (n = int_of(t->buf, f[0])) > p->restarts)
+				p->restarts = (int32_t)n;
 	p->sidecar_restarts = sidecar_restarts(t);
 }
 

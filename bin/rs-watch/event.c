@@ -68,16 +68,12 @@ cut(struct objtext *t, const struct rs_jiter *md, struct rs_jspan k,
 
 /* Walks the rest of the container it walks. */
 static void
-walk_rest(const char *buf, struct rs_jiter *it)
+walk_rest(struct rs_jiter *it)
 {
-	struct rs_jspan k, v;
+	struct rs_jspan v;
 
-	if (buf[it->start] == '{')
-		while (rs_jscan_member(it, &k, &v) == RS_OK)
-			;
-	else
-		while (rs_jscan_elem(it, &v) == RS_OK)
-			;
+	while (rs_jscan_value_next(it, &v) == RS_OK)
+		;
 }
 
 /* Whether the object walked by o has a member named key; walks o to its
@@ -89,7 +85,7 @@ has_member(const struct objtext *t, struct rs_jiter *o, const char *key)
 	int found = 0;
 
 	if (t->buf[o->start] != '{') {
-		walk_rest(t->buf, o);
+		walk_rest(o);
 		return 0;
 	}
 	while (rs_jscan_member(o, &k, &v) == RS_OK)
@@ -109,7 +105,7 @@ owns_refs(const struct objtext *t, struct rs_jiter *f)
 	int owns = 0;
 
 	if (t->buf[f->start] != '{') {
-		walk_rest(t->buf, f);
+		walk_rest(f);
 		return 0;
 	}
 	while (rs_jscan_key(f, &k) == RS_OK) {
@@ -152,7 +148,7 @@ scan_entry(struct objtext *t, struct rs_jiter *e)
 	int owns = 0, is_mgr;
 
 	if (t->buf[e->start] != '{') {
-		walk_rest(t->buf, e);
+		walk_rest(e);
 		return;
 	}
 	while (rs_jscan_key(e, &k) == RS_OK) {
@@ -187,7 +183,7 @@ scan_managed(struct objtext *t, struct rs_jiter *md, struct rs_jspan *v)
 	if (rc != RS_OK)
 		return rc;
 	if (t->buf[list.start] != '[')
-		walk_rest(t->buf, &list);
+		walk_rest(&list);
 	else
 		while ((rc = rs_jscan_enter(&list, &e)) != RS_EEOF) {
 			if (rc != RS_OK) {      /* an entry that is no container */
