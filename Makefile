@@ -37,7 +37,7 @@ BENCH_SRC:= $(wildcard bench/*/*.c)
 BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
-.PHONY: all tools deps check-deps asan test test-unit test-shell install deb clean demo bench soak fuzz
+.PHONY: all tools deps check-deps asan asan-unit units test test-unit test-shell install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
 # The tools alone, for packages: no test programs, no check of the test
@@ -82,8 +82,17 @@ $(BUILD)/test/%: $(BUILD)/obj/tests/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+ASAN_MAKE = $(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow"
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -g -fno-omit-frame-pointer" SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow"
+	$(ASAN_MAKE)
+
+# The unit tests under ASan and UBSan, into build-asan/unit: make test runs
+# them after the plain ones (tests/run-all.sh).
+asan-unit:
+	$(ASAN_MAKE) units
+
+units: $(UNITS)
 
 test: all $(UNITS)
 	@sh tests/run-all.sh

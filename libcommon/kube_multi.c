@@ -444,7 +444,8 @@ wait_sockets(struct rs_kube *k, int ms, int extra_fd)
 		p = fds;
 		n = (int)(sizeof fds / sizeof fds[0]) - 1;
 	}
-	memcpy(p, k->socks, n * sizeof *p);
+	if (n > 0)      /* socks is NULL until libcurl opens a socket */
+		memcpy(p, k->socks, n * sizeof *p);
 	p[n].fd = extra_fd;
 	p[n].events = POLLIN;
 	p[n].revents = 0;

@@ -19,18 +19,34 @@ count_shunit() {  # reads a suite log; adds its tests to the totals
   passed=$((passed + r - f)); failed=$((failed + f))
 }
 
-if [ "$what" = all ] || [ "$what" = unit ]; then
-  for t in "$BUILD"/unit/*; do
+# run_units DIR LABEL [ENV...]: every unit program of DIR into the totals.
+run_units() {
+  _dir=$1 _label=$2; shift 2
+  for t in "$_dir"/*; do
     [ -x "$t" ] || continue
     log=$(mktemp)
-    if CMOCKA_MESSAGE_OUTPUT=stdout "$t" >"$log" 2>&1; then st=ok; else st=FAIL; fi
+    if env CMOCKA_MESSAGE_OUTPUT=stdout "$@" "$t" >"$log" 2>&1; then st=ok; else st=FAIL; fi
     p=$(grep -cE '^\[       OK \]' "$log"); f=$(grep -cE '^\[  FAILED  \]' "$log")
     [ "$st" = FAIL ] && [ "$f" -eq 0 ] && f=1
     passed=$((passed + p)); failed=$((failed + f))
-    echo "unit $(basename "$t"): $p passed, $f failed"
-    if [ "$st" = FAIL ]; then failures="$failures unit/$(basename "$t")"; cat "$log"; fi
+    echo "$_label $(basename "$t"): $p passed, $f failed"
+    if [ "$st" = FAIL ]; then failures="$failures $_label/$(basename "$t")"; cat "$log"; fi
     rm -f "$log"
   done
+}
+
+if [ "$what" = all ] || [ "$what" = unit ]; then
+  run_units "$BUILD/unit" unit
+  # The same under ASan and UBSan (make asan-unit): a bad read or write,
+  # undefined behaviour or a leak fails the program, whatever its asserts.
+  log=$(mktemp)
+  if make -s asan-unit >"$log" 2>&1; then
+    run_units build-asan/unit unit-asan \
+      ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+  else
+    failed=$((failed + 1)); failures="$failures unit-asan(build)"; cat "$log"
+  fi
+  rm -f "$log"
 fi
 
 # report SUITE LOG RC SECONDS: a finished suite into the totals.
