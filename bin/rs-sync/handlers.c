@@ -111,7 +111,7 @@ add_pod(struct sync *s, const struct pod *p)
 		rs_info(4, "pod %s created, observed by %s", p->key, r->key);
 		exp_warn(rs_exp_creation_observed(s->exp, r->key),
 		    "observe a creation", r->key);
-		takeover_pod_added(s, r, p, s->line, s->ref_managers);
+		takeover_pod_added(s, r, p);
 		enqueue(s, r->key);
 		return;
 	}
@@ -180,17 +180,16 @@ event_pod(struct sync *s, const char *type, const char *buf,
 	rs_code rc;
 
 	if (strcmp(type, "DELETED") == 0) {
-		if ((rc = pod_key(buf, obj, key, sizeof key)) != RS_OK)
+		/* the final state, unless the watcher lost it; else the key
+		 * alone, and the cached state */
+		if (unknown || pod_decode(buf, obj, &p, why, sizeof why) != RS_OK)
+			p = NULL;
+		if (p == NULL && (rc = pod_key(buf, obj, key, sizeof key)) != RS_OK)
 			return rc == RS_ENOMEM ? rc : RS_EPARSE;
-		old = cache_del_pod(&s->cache, key);
-		/* the final state, unless the watcher lost it */
-		if (unknown || pod_decode(buf, obj, &p, why, sizeof why) != RS_OK) {
-			if (old)
-				delete_pod(s, old);
-		} else {
-			delete_pod(s, p);
-			pod_free(p);
-		}
+		old = cache_del_pod(&s->cache, p ? p->key : key);
+		if (p || old)
+			delete_pod(s, p ? p : old);
+		pod_free(p);
 		pod_free(old);
 		return RS_OK;
 	}

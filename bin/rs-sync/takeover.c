@@ -67,7 +67,7 @@ foreign_manager(const char *line, struct rs_jspan managers, char *m,
 
 void
 takeover_pod_added(struct sync *s, const struct ctrl *r,
-    const struct pod *p, const char *line, struct rs_jspan managers)
+    const struct pod *p)
 {
 	struct takeover *t = &s->takeover;
 	char mbuf[NAME_MAX_BYTES + 1];
@@ -76,7 +76,8 @@ takeover_pod_added(struct sync *s, const struct ctrl *r,
 	size_t n;
 
 	if (!s->synced_pods ||
-	    (m = foreign_manager(line, managers, mbuf, sizeof mbuf)) == NULL ||
+	    (m = foreign_manager(s->line, s->ref_managers, mbuf,
+	    sizeof mbuf)) == NULL ||
 	    rs_strmap_get(&t->warned, r->uid) != NULL)
 		return;
 	n = strlen(r->uid) + 1;

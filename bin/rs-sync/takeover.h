@@ -9,9 +9,7 @@
 #ifndef RS_SYNC_TAKEOVER_H
 #define RS_SYNC_TAKEOVER_H
 
-
 #include "code.h"
-#include "jscan.h"
 #include "strmap.h"
 
 #define TAKEOVER_REASON "AnotherControllerActive"
@@ -25,13 +23,13 @@ struct takeover {
 	unsigned long warnings;        /* controllers warned about, ever */
 };
 
-/* A pod just ADDED (the handlers' add) with a controllerRef to r; managers
- * is the event line's ref_managers (rs-watch(1)), in the text line (an
- * empty span when it had none; line NULL when it was no ADDED line).
- * Warns when the pods are synced, the managers are known and none of
- * them is rs-apply's (RS_FIELD_MANAGER), and r was not warned about. */
+/* A pod just ADDED (the handlers' add) with a controllerRef to r; the
+ * managers are the event line's ref_managers (rs-watch(1)): s->line and
+ * s->ref_managers (sync.h). Warns when the pods are synced, the managers
+ * are known and none of them is rs-apply's (RS_FIELD_MANAGER), and r was
+ * not warned about. */
 void takeover_pod_added(struct sync *s, const struct ctrl *r,
-    const struct pod *p, const char *line, struct rs_jspan managers);
+    const struct pod *p);
 /* At r's sync: the Event of its warning, the first time only. */
 rs_code takeover_emit(struct sync *s, const struct ctrl *r);
 /* r is gone (or came back with another UID): its entry goes. */
