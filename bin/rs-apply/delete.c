@@ -31,7 +31,6 @@ delete_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	char buf[128];
 
 	if (rc == RS_OK) {
-		key_wrote(d->k, o, "pods", resp);
 		rs_info(4, "%s: deleted pod %s/%s", d->k->name, o->ns, p->name);
 		event_record(o, "Normal", "SuccessfulDelete", "Deleted pod: %s",
 		    p->name);

@@ -100,6 +100,32 @@ test_gate_off_syncs_at_once() {
   assertEquals "exactly two pods" 2 "$(count_live "$ns" app=web)"
 }
 
+# As upstream, whose pod deletes get no object back, a delete's version is
+# not recorded: after a round of deletes the next sync waits for the status
+# write's version, not for the stream to reach the deletions (the
+# expectations hold back the next round until they are seen).
+test_deletes_not_recorded() {
+  ns=$(new_ns stale) || fail "namespace"
+  RS_RELAY=$(relay "$ns") start_controller || fail "start"
+  make_rs "$ns" web 2
+  wait_for 30 rs_status_is "$ns" web '.replicas == 2 and .observedGeneration == 1' ||
+    fail "the pipeline did not scale web up"
+  assertTrue "the creates' record is cleared once seen" \
+    "wait_for 20 sh -c \"! '$EXP_TOOL' '$RS_STATE_DIR/expectations' written '$ns/web'\""
+  kubectl -n "$ns" patch rs web --type=merge -p \
+    "{\"metadata\":{\"annotations\":{\"rs-test/hold\":\"$ns\"}},\"spec\":{\"replicas\":0}}" >/dev/null
+  wait_count "$ns" app=web 0 20 || fail "the two pods were not deleted"
+  wait_for 20 test -e "$TMP/hold" || fail "the relay did not hold"
+  wait_for 30 syncs_settled "$ns" || fail "rs-apply did not end the key"
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" written "$ns/web" >"$TMP/written"
+  assertEquals "the status write is recorded: $(cat "$TMP/written")" 0 $?
+  assertTrue "the deletes are not: $(cat "$TMP/written")" \
+    "jq -e '.written.pods == null' '$TMP/written'"
+  rm -f "$TMP/hold"
+  assertTrue "converged" \
+    "wait_for 30 rs_status_is '$ns' web '.replicas == 0 and .observedGeneration == 2'"
+}
+
 test_unknown_gate_is_a_usage_error() {
   rs-sync --feature-gates NoSuchGate=true </dev/null 2>"$TMP/err"
   assertEquals "exit 100" 100 $?
