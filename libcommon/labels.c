@@ -130,9 +130,7 @@ jcount(const char *buf, struct rs_jspan obj, size_t *bytes,
 static char *
 junescape(char *p, const char *buf, struct rs_jspan s)
 {
-	size_t n;
-
-	(void)rs_jscan_unescape(buf, s, p, s.end - s.off, &n);
+	(void)rs_jscan_unescape(buf, s, p, s.end - s.off, NULL);
 	return p + strlen(p) + 1;
 }
 
