@@ -60,10 +60,11 @@ start_proxy() {
 
 proxy() { echo "$1" >"$2/proxy.ctl"; }
 
-# queue_loop DIR: rs-queue serve, started again whenever it exits.
+# queue_loop DIR: rs-queue serve (with QUEUE_FLAGS), started again
+# whenever it exits.
 queue_loop() {
   while [ ! -e "$1/stop" ]; do
-    rs-queue serve --socket "$1/state/queue.sock" 2>>"$1/queue.log" &
+    rs-queue serve --socket "$1/state/queue.sock" ${QUEUE_FLAGS:-} 2>>"$1/queue.log" &
     echo $! >"$1/queue.pid"
     wait $!
     echo "$(now) rs-queue exited" >>"$1/restarts"
@@ -396,6 +397,72 @@ test_watch_gone_during_churn() {
   expired=$(grep -c 'continue token of the .* list expired' "$OWN/pipeline.log")
   figure "410 Gone: $gone watches relisted, $expired lists restarted on an expired continue token"
   assertTrue "the watches saw 410 Gone and relisted ($gone)" "[ $gone -gt 0 ]"
+  own_down
+}
+
+# --- a relist wakes a key parked in a long retry ---------------------------
+
+# log_time FILE REGEX: the time (Unix seconds) of FILE's last info line
+# matching REGEX ("I1126 23:05:01.123456 prog] ...", UTC, this year).
+log_time() {
+  grep -E "$2" "$1" | tail -1 | awk -v y="$(date -u +%Y)" '{
+      printf "%s-%s-%s %s\n", y, substr($1, 2, 2), substr($1, 4, 2), $2 }' |
+    { read -r _t && date -u -d "$_t" +%s.%N; }
+}
+
+# queue_waiting DIR: keys waiting in DIR's rs-queue delay heap; one_waits
+# DIR: just one.
+queue_waiting() { rs-queue --queue "$1/state/queue.sock" stats | jq -r .waiting; }
+one_waits() { [ "$(queue_waiting "$1")" = 1 ]; }
+
+# A ReplicaSet whose creates are forbidden (a quota of 0 pods) fails its
+# rounds and is parked by rs-queue for 300 s (--base-delay 300s: the first
+# RETRY already waits that long; the issue saw 163.84 s after 17 failures
+# in a row at the default 5 ms). The quota goes, which the controller does
+# not watch; then the apiserver restarts and etcd is compacted, so that the
+# watches resume from a version that is gone: 410, relist. Nothing about
+# the ReplicaSet changed, yet the relist queues it, as client-go's Replace
+# calls updateRS on every listed ReplicaSet, and it converges while its
+# retry still waits. Without that, nothing would sync it before its retry
+# is due, 300 s after its failure.
+test_relist_wakes_a_parked_key() {
+  need_cluster || return
+  own_up "$TMP/parked" || return
+  QUEUE_FLAGS="-v 3 --base-delay 300s" start_ctl "$OWN" "$OWN_CLUSTER" ||
+    { fail "unable to start the controller"; return; }
+  ns=parked n=5
+  ok create namespace $ns >/dev/null
+  KUBECONFIG=$OWN_CLUSTER/kubeconfig quota_pods $ns 0
+  KUBECONFIG=$OWN_CLUSTER/kubeconfig make_rs $ns web $n
+  assertTrue "the creates were refused" \
+    "wait_for 60 grep -q '$ns/web: unable to create a pod' $OWN/pipeline.log"
+  assertTrue "the key is parked in rs-queue's delay heap" "wait_for 20 one_waits $OWN"
+  t_parked=$(now)
+  ok -n $ns delete quota q >/dev/null
+  sleep 2
+  assertEquals "no pod while parked" 0 "$(adds "$OWN" "$ns")"
+  tests/env/cluster restart-apiserver "$OWN_CLUSTER" >/dev/null 2>&1 ||
+    { fail "the apiserver did not come back"; own_down; return; }
+  tests/env/cluster compact "$OWN_CLUSTER" >/dev/null 2>&1
+  assertTrue "converged to $n pods after the relist, well before the retry is due" \
+    "wait_for 120 own_settled $ns web $n"
+  waiting=$(queue_waiting "$OWN")
+  left=$(awk -v a="$t_parked" -v b="$(now)" 'BEGIN { printf "%.0f", 300 - (b - a) }')
+  assertEquals "the parked retry still waits (due in about $left s)" 1 "$waiting"
+  assertTrue "the replicasets watch relisted after 410" \
+    "grep -q 'watch of replicasets .*relisting after 410' $OWN/pipeline.log"
+  assertEquals "one pipeline all along (a new one lists everything anew)" 1 \
+    "$(restarts_of "$OWN" 'pipeline start')"
+  sleep 2
+  assertEquals "pods created" "$n" "$(adds "$OWN" "$ns")"
+  # from the relist's end (rs-watch's log) to the last create the recorder
+  # saw (its "at"); the QPS floor of 5 creates at 20/s is 0.25 s
+  t_list=$(log_time "$OWN/pipeline.log" 'rs-watch\] listed [0-9]+ replicasets')
+  t_last=$(jq -r --arg ns $ns 'select(.type == "ADDED" and .object.metadata.namespace == $ns) | .at' \
+    "$OWN/pods.ndjson" | sort -n | tail -1)
+  [ -n "$t_list" ] && [ -n "$t_last" ] &&
+    figure "a key parked for 300 s: $n pods created $(awk -v a="$t_list" -v b="$t_last" \
+      'BEGIN { printf "%.2f", b - a }') s after the replicasets relist"
   own_down
 }
 
