@@ -160,6 +160,7 @@ list_done(struct reflector *r, const char *rv)
 	out_flush();
 	snprintf(r->rv, sizeof r->rv, "%s", rv);
 	r->ls.active = 0;
+	r->watches = 0;
 	free(r->ls.cont);
 	r->ls.cont = NULL;
 	if (r->ls.streaming)

@@ -320,6 +320,42 @@ test_no_create_sent_twice_on_reset() {
   assertEquals "pods created beyond the creates attempted" 0 "$extra"
 }
 
+# --- a watch cut once established is started again at once ---------------
+
+# rs-watch behind a proxy, with a backoff step of 30-60 s: a stream that
+# was established and is then cut (the proxy resets it, as an apiserver
+# restart does) is watched again at once, as client-go's StreamWatcher
+# takes the cut for the stream's end; a pod created after the cut comes
+# within seconds. Refused connections still back off.
+test_cut_watch_resumes_at_once() {
+  need_cluster || return
+  d=$TMP/cutwatch
+  mkdir -p "$d"
+  start_proxy "$d" "$RS_TEST_CLUSTER" "$KUBECONFIG" || { fail "faultproxy did not start"; return; }
+  ns=$(new_ns cutwatch)
+  KUBECONFIG=$d/proxy.kubeconfig rs-watch -v 2 --backoff-initial 30s --backoff-max 60s \
+    -n "$ns" pods >"$d/out" 2>"$d/log" &
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 grep -q SYNCED $d/out"
+  sleep 2     # not a "very short watch": established for over a second
+  proxy cut "$d"
+  t_cut=$(now)
+  kubectl -n "$ns" run after-cut --image=example.invalid/none --restart=Never >/dev/null
+  assertTrue "the pod made after the cut comes in seconds, not after 30 s" \
+    "wait_for 10 grep -q after-cut $d/out"
+  figure "a cut watch: the next event $(since "$t_cut") s after the cut (backoff step 30-60 s)"
+  assertTrue "the cut was seen: $(grep -v '^I' "$d/log" | tail -2)" \
+    "grep -q 'watch of pods cut after' $d/log"
+  assertFalse "no backoff step for the cut" "grep -q 'retrying in' $d/log"
+  # the protection stands: connections refused wait the backoff
+  proxy down "$d"
+  assertTrue "a refused watch backs off 30 s or more" \
+    "wait_for 10 grep -Eq 'unable to watch pods: .*retrying in ([3-9][0-9]|1[0-9][0-9])\.' $d/log"
+  kill "$w" 2>/dev/null
+  wait "$w" 2>/dev/null
+  for p in $(cat "$d/pids"); do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+
 # --- etcd compacted under the watches, connections cut: 410 Gone ----------
 
 # own_up DIR [VAR=VALUE...]: a cluster of this test's own (etcd, apiserver),
