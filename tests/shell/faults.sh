@@ -195,7 +195,8 @@ restarts_of() { grep -c "$2" "$1/restarts" 2>/dev/null || true; }
 
 oneTimeSetUp() {
   need_cluster || return 0
-  start_ctl "$C" "$RS_TEST_CLUSTER" || return 1
+  # -v 3: each RETRY logged with the key's failures in a row
+  QUEUE_FLAGS="-v 3" start_ctl "$C" "$RS_TEST_CLUSTER" || return 1
 }
 
 oneTimeTearDown() {
@@ -623,6 +624,44 @@ test_overload_429_and_5xx() {
   assertEquals "pods created" $(( n * 2 )) "$(adds "$OWN" "$ns")"
   assertEquals "pods deleted (a surplus)" 0 "$(deletes "$OWN" "$ns")"
   own_down
+}
+
+# --- a round cut after progress forgets the key's failures ----------------
+
+# retried DIR KEY N: DIR's rs-queue logged KEY's Nth RETRY in a row or a
+# later one; retried_first DIR KEY FROM: a first one, from line FROM of
+# its log on.
+retried() {
+  grep -oE "\] $2: failure [0-9]+ in a row" "$1/queue.log" |
+    awk -v n="$3" '$4 >= n { f = 1 } END { exit !f }'
+}
+retried_first() { tail -n +"$3" "$1/queue.log" | grep -qF "] $2: failure 1 in a row"; }
+
+# Rounds refused at once (a quota of 0 pods) pile up the key's failures,
+# as upstream's AddRateLimited does. Then the quota admits 2 of the 4: the
+# round creates 2 and fails on the third. Pods were created: that round
+# was cut, not refused, and rs-apply forgets the key's failures before its
+# RETRY (rs-apply(1), Rounds and retries), so the RETRY after it is the
+# first in a row again, not the next of the pile. Counts stay exact.
+test_progress_forgets_failures() {
+  need_cluster || return
+  ns=$(new_ns moved)
+  quota_pods "$ns" 0
+  make_rs "$ns" web 4
+  assertTrue "refused rounds pile up failures" "wait_for 30 retried $C $ns/web 4"
+  from=$(( $(wc -l <"$C/queue.log") + 1 ))
+  quota_pods "$ns" 2
+  assertTrue "2 pods within the quota" "wait_count $ns app=web 2 60"
+  assertTrue "the round that created them failed after progress" \
+    "wait_for 20 grep -q '$ns/web: sync failed after [0-9]* pods created or deleted' $C/pipeline.log"
+  assertTrue "its RETRY is the first in a row" "wait_for 10 retried_first $C $ns/web $from" ||
+    tail -n +"$from" "$C/queue.log" | grep "$ns/web" | head -5
+  quota_pods "$ns" 4
+  assertTrue "converged to 4 pods" "wait_for 60 settled $ns web 4"
+  sleep 2
+  assertEquals "pods created" 4 "$(adds "$C" "$ns")"
+  assertEquals "pods deleted" 0 "$(deletes "$C" "$ns")"
+  drain "$ns" web
 }
 
 # An idle rs-sync (caches synced, no key to serve) learns that the stage
