@@ -221,7 +221,9 @@ test_apiserver_restarts_during_scale_up() {
   for i in $(seq 1 "$FAULT_RESTARTS"); do
     # restart at i/(R+1) of the way, so every restart lands mid-scale-up
     at=$(( n * i / (FAULT_RESTARTS + 1) ))
-    wait_for 120 sh -c "[ \$(kubectl -n $ns get pods -o name | wc -l) -ge $at ]"
+    wait_for 120 sh -c "[ \$(kubectl -n $ns get pods -o name | wc -l) -ge $at ]" ||
+      { fail "restart $i: the scale-up did not reach $at/$n pods in 120 s ($(count_live "$ns" app=web) pods)"
+        drain "$ns" web; return; }
     live=$(count_live "$ns" app=web)
     t0=$(now)
     tests/env/cluster restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1 ||
