@@ -486,7 +486,7 @@ test_bad_lines_retry_their_key_only() {
 
 test_requeue_after() {
   need_cluster || return
-  [ -n "$QSOCK" ] || startSkipping
+  [ -n "$QSOCK" ] || { skip_test "no rs-queue (not on PATH): nothing to hand the AFTER to"; return; }
   ns=$(new_ns after)
   mk_rs "$ns" web
   q_hold "$ns/web"

@@ -9,7 +9,7 @@
 [ -n "${E2E_SCENARIOS_ONLY:-}" ] || . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   start_controller --kube-api-qps 200 --kube-api-burst 400
 }
 

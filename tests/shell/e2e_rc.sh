@@ -38,7 +38,7 @@ start_pipeline() {
 }
 
 oneTimeSetUp() {
-	need_cluster || return 0
+	need_cluster || return
 	rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
 	start_pipeline "$RS_DIR" replicaset replicasets || return 1
 	start_pipeline "$RC_DIR" replicationmanager replicationcontrollers \

@@ -17,7 +17,7 @@ MAX_STALL=10                   # seconds
 SVSCAN=
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   RS_APPLY_FLAGS="-v 2 --kube-api-qps 50 --kube-api-burst 50" RS_SYNC_FLAGS="-v 2" \
     "$top/service/rs-svscan" --state-dir "$CTL" --no-metrics "$SCAN" \
     >"$TMP/svscan.log" 2>&1 &
@@ -58,7 +58,7 @@ adds() {
 now_ms() { date +%s%3N; }
 
 test_services_up_and_queue_ready() {
-  need_cluster || return 0
+  need_cluster || return
   assertTrue "rs-queue up and ready (notification-fd)" \
     "wait_for 20 sh -c 's6-svstat \"$SCAN/rs-queue\" | grep -q \"^up .*ready\"'"
   assertTrue "pipeline up with its three stages" "wait_for 20 pipeline_pids"
@@ -124,15 +124,15 @@ kill_during_scale_up() {
 
 }
 
-test_kill_rs_watch() { need_cluster || return 0; kill_during_scale_up rs-watch; }
-test_kill_rs_sync() { need_cluster || return 0; kill_during_scale_up rs-sync; }
-test_kill_rs_apply() { need_cluster || return 0; kill_during_scale_up rs-apply; }
-test_kill_rs_queue() { need_cluster || return 0; kill_during_scale_up rs-queue; }
+test_kill_rs_watch() { need_cluster || return; kill_during_scale_up rs-watch; }
+test_kill_rs_sync() { need_cluster || return; kill_during_scale_up rs-sync; }
+test_kill_rs_apply() { need_cluster || return; kill_during_scale_up rs-apply; }
+test_kill_rs_queue() { need_cluster || return; kill_during_scale_up rs-queue; }
 
 # The supervisor itself SIGKILLed (s6-svc -k): ./finish stops its stages.
 test_kill_pipeline_supervisor() {
   local old ns
-  need_cluster || return 0
+  need_cluster || return
   assertTrue "pipeline up" "wait_for 30 pipeline_pids"
   old=$(pipeline_pids)
   s6-svc -k "$SCAN/rs-pipeline"
@@ -149,7 +149,7 @@ test_kill_pipeline_supervisor() {
 
 # Last (shunit2 runs tests in file order): a clean stop leaves nothing.
 test_zz_svscanctl_t_leaves_nothing() {
-  need_cluster || return 0
+  need_cluster || return
   assertNotNull "processes of the scan directory before the stop" "$(leftovers)"
   assertTrue "s6-svscan exits on s6-svscanctl -t" stop_svscan
   sleep 1
