@@ -58,7 +58,7 @@ lease_versions() {
 }
 # last_renewal NAME ID: ID's last renewTime (ms); first_acquired NAME ID:
 # the acquireTime (ms) of the first version ID holds.
-last_renewal() { lease_versions "$1" | mawk -v id="$2" '$1 == id { r = $3 } END { print r + 0 }'; }
+last_renewal() { lease_versions "$1" | mawk -v id="$2" '$1 == id { r = $3 } END { print (r == "" ? 0 : r) }'; }
 first_acquired() { lease_versions "$1" | mawk -v id="$2" '$1 == id { print $2; exit }'; }
 
 # alive PID: the process exists and is no zombie.
@@ -81,7 +81,6 @@ transitions() {
   kubectl -n "$1" get lease "$2" -o jsonpath='{.spec.leaseTransitions}'
 }
 
-
 # kill9 PID: SIGKILL, without the shell's "Killed" job report.
 kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
 
@@ -97,6 +96,7 @@ tearDown() {
     [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
     rm -f "$f"
   done
+  rm -f "$TMP"/*.term "$TMP"/*.gone "$TMP"/*.lease
   rs_cleanup
 }
 
@@ -239,7 +239,7 @@ test_stolen_lease() {
   # out 10 s after it at most
   dt=$(( $(head -1 "$TMP/a.term") - $(first_acquired lk thief) ))
   echo "prog got TERM $dt ms after the lease was stolen"
-  assertTrue "TERM within the renew deadline and a retry period of the theft ($dt ms)" "[ $dt -lt 12400 ]"
+  assertTrue "TERM within the renew deadline and a retry period of the theft ($dt ms)" "[ $dt -ge 0 ] && [ $dt -lt 12400 ]"
   wait "$a"; rc=$?
   assertEquals "a exits 111" 111 "$rc"
   assertTrue "the thief still holds it (a did not release)" "holder_is $ns lk thief"
@@ -272,7 +272,7 @@ test_renew_deadline() {
   # the deadline counts from the start of the renewal, which the
   # renewTime written marks
   assertTrue "TERM once the renew deadline passed since the last renewal ($dt ms)" \
-    "[ $dt -ge 9900 ] && [ $dt -lt 11000 ]"
+    "[ $dt -ge 9500 ] && [ $dt -lt 11000 ]"
   assertTrue "SIGKILL --kill-after (1 s) after TERM ($dk ms)" "[ $dk -ge 1000 ] && [ $dk -lt 2000 ]"
   wait "$a"; rc=$?
   assertEquals "a exits 111" 111 "$rc"
