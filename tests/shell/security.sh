@@ -6,7 +6,7 @@
 # expectations file are 0600 in a 0700 directory and refused to other users
 # (run as nobody with setpriv), by mode and by the server's peer check; the
 # RBAC in deploy/ grants no wildcard and no verb beyond what the controller
-# needs (skipped while deploy/ does not exist).
+# needs (a deploy/ without manifests fails).
 . "$(dirname "$0")/lib.sh"
 
 EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
