@@ -14,7 +14,8 @@ setUp() {
   QSOCK=
   QPID=
   [ -n "${KUBECONFIG:-}" ] || return 0
-  command -v rs-queue >/dev/null 2>&1 || return 0
+  # a tree built without rs-queue would test less, silently: it stops here
+  command -v rs-queue >/dev/null 2>&1 || { echo "apply.sh: no rs-queue on PATH (make)" >&2; return 1; }
   QSOCK=$(mktemp -u "$RS_STATE_DIR/q.XXXXXX")  # rs-queue wants a 0700 dir
   rs-queue --queue "$QSOCK" serve 2>>"$TMP/rs-queue.log" &
   QPID=$!

@@ -43,10 +43,12 @@ END
 timed() { echo "sh $TMP/timed.sh $TMP/$1 ${2:-}"; }
 
 # lease_record NS NAME: every version of the Lease from now on, as a watch
-# sends them, in $TMP/NAME.lease (stopped by tearDown).
+# sends them, in $TMP/NAME.lease (stopped by tearDown). Returns once the
+# current version is in (the watch goes on from there).
 lease_record() {
   kubectl -n "$1" get lease "$2" -w -o json >"$TMP/$2.lease" 2>/dev/null &
   LEASE_PIDS="$LEASE_PIDS $!"
+  wait_for 20 test -s "$TMP/$2.lease" || fail "no watch of the Lease $1/$2"
 }
 
 # lease_versions NAME: "HOLDER ACQUIRE-MS RENEW-MS DURATION" of each version

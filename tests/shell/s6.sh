@@ -57,6 +57,16 @@ adds() {
 
 now_ms() { date +%s%3N; }
 
+# stall_s NS T: the longest wait in whole seconds, by the apiserver's
+# creationTimestamps, from T (epoch seconds) to the first pod of NS made
+# after it, and between each such pod and the next.
+stall_s() {
+  jq -rn --arg ns "$1" --argjson t "$2" '[inputs | select(.type == "ADDED" and
+      .object.metadata.namespace == $ns) | .object.metadata.creationTimestamp |
+      fromdateiso8601 | select(. >= $t)] | sort | [$t] + . |
+    [range(1; length) as $i | .[$i] - .[$i - 1]] | max // 0' "$TMP/pods.ndjson"
+}
+
 test_services_up_and_queue_ready() {
   need_cluster || return
   assertTrue "rs-queue up and ready (notification-fd)" \
@@ -71,7 +81,7 @@ test_services_up_and_queue_ready() {
 # kill_during_scale_up STAGE: a ReplicaSet of $REPLICAS; STAGE SIGKILLed once
 # a random number of its pods exist; then the checks.
 kill_during_scale_up() {
-  local stage=$1 ns at old victim t_kill last n t gap maxgap=0 converged=0 p
+  local stage=$1 ns at old victim t_kill last n t maxgap converged=0 p
   ns=$(new_ns "kill-$stage")
   wait_for 30 pipeline_pids || { fail "no pipeline before the test"; return; }
   wait_for 10 sh -c 's6-svstat "$0" | grep -q "^up .*ready"' "$SCAN/rs-queue"
@@ -89,24 +99,22 @@ kill_during_scale_up() {
   t_kill=$(now_ms); last=$t_kill
   echo "$stage: SIGKILL pid $victim at $n pods (aimed at $at)"
 
-  # Every increase of the pod count until convergence: the longest gap
-  # between the kill, the increases and convergence is the stall.
+  # Until convergence, or no new pod for three times the stall allowed
+  # (the test's view, which a slow machine delays: the stall itself is
+  # measured from the pods' creationTimestamps).
   while [ $(( $(now_ms) - t_kill )) -lt 180000 ]; do
     p=$(adds "$ns")
     t=$(now_ms)
-    if [ "$p" -gt "$n" ]; then
-      gap=$(( t - last )); [ "$gap" -gt "$maxgap" ] && maxgap=$gap
-      n=$p; last=$t
-    fi
+    [ "$p" -gt "$n" ] && { n=$p; last=$t; }
     if [ "$p" -ge "$REPLICAS" ]; then converged=1; break; fi
-    gap=$(( t - last ))
-    [ "$gap" -gt $(( MAX_STALL * 1000 )) ] && { maxgap=$gap; break; }
+    [ $(( t - last )) -gt $(( MAX_STALL * 3000 )) ] && break
     sleep 0.2
   done
-  echo "$stage: $n pods created $(( (last - t_kill) / 1000 )) s after the kill; longest stall ${maxgap} ms"
+  maxgap=$(stall_s "$ns" $(( t_kill / 1000 )))
+  echo "$stage: $n pods created $(( (last - t_kill) / 1000 )) s after the kill; longest stall ${maxgap} s"
   assertEquals "$stage: converged to $REPLICAS creates" 1 "$converged"
-  assertTrue "$stage: no stall over ${MAX_STALL} s (longest ${maxgap} ms)" \
-    "[ $maxgap -le $(( MAX_STALL * 1000 )) ]"
+  assertTrue "$stage: no stall over ${MAX_STALL} s (longest ${maxgap} s)" \
+    "[ $maxgap -le $MAX_STALL ]"
 
   # shellcheck disable=SC2086
   assertTrue "$stage: nothing of the old pipeline left running ($old)" \
