@@ -56,7 +56,8 @@ make_sa() {
 test_client_certificate() {
   need_cluster || return
   "$KR" GET /api/v1/namespaces/default >"$TMP/out" 2>"$TMP/err"
-  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"name":"default"'
   # The apiserver offers HTTP/2 over TLS, and the client takes it.
   assertEquals "HTTP/2 200" "$(cat "$TMP/err")"
@@ -70,7 +71,8 @@ test_bearer_token() {
   assertNotNull "no token" "$token"
   write_kc "$TMP/kc" "    token: $token"
   "$KR" --kubeconfig "$TMP/kc" GET "/api/v1/namespaces/$ns/pods" >"$TMP/out" 2>"$TMP/err"
-  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"kind":"PodList"'
   # A token the server does not know: 401, refused.
   write_kc "$TMP/kc" "    token: not-a-valid-token"
@@ -108,7 +110,8 @@ test_post_and_delete() {
   ns=$(new_ns post)
   "$KR" POST "/api/v1/namespaces/$ns/configmaps" \
     '{"metadata":{"name":"cm"},"data":{"k":"v"}}' >/dev/null 2>"$TMP/err"
-  assertEquals "POST; stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "POST; stderr: $(cat "$TMP/err")" 0 "$rc"
   assertEquals "v" "$(kubectl -n "$ns" get configmap cm -o jsonpath='{.data.k}')"
   echo '{"metadata":{"name":"cm"},"data":{"k":"v"}}' |
     "$KR" POST "/api/v1/namespaces/$ns/configmaps" - >/dev/null 2>"$TMP/err"
@@ -132,7 +135,8 @@ test_token_file() {
   # A relative path: relative to the kubeconfig's directory.
   write_kc "$TMP/tf/kc" "    tokenFile: token"
   (cd / && "$KR" --kubeconfig "$TMP/tf/kc" GET "/api/v1/namespaces/$ns/configmaps") >"$TMP/out" 2>"$TMP/err"
-  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"kind":"ConfigMapList"'
   rm -f "$TMP/tf/token"
   "$KR" --kubeconfig "$TMP/tf/kc" GET "/api/v1/namespaces/$ns/configmaps" >/dev/null 2>"$TMP/err"
@@ -167,7 +171,8 @@ test_exec_plugin() {
       provideClusterInfo: true
       env: [{name: COUNT, value: $TMP/count}, {name: TOKFILE, value: $TMP/exec-token}, {name: ALWAYS_BAD, value: '0'}]"
   "$KR" --kubeconfig "$TMP/kc" -v 4 GET "/api/v1/namespaces/$ns/pods" >"$TMP/out" 2>"$TMP/err"
-  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "exit code; stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"kind":"PodList"'
   assertEquals "plugin runs" 2 "$(cat "$TMP/count")"
   assertContains "$(cat "$TMP/err")" "running the plugin again"
@@ -203,7 +208,8 @@ test_exec_plugin_client_certificate() {
       command: $TMP/cert-plugin.sh"
   # Only system:masters may read kube-system's secrets.
   "$KR" --kubeconfig "$TMP/kc" GET /api/v1/namespaces/kube-system/secrets >"$TMP/out" 2>"$TMP/err"
-  assertEquals "stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"kind":"SecretList"'
 }
 
@@ -255,13 +261,15 @@ test_tls_server_name() {
   assertContains "$(cat "$TMP/err")" "certificate verification failed"
   write_kc "$TMP/kc" "$ADMIN" "    tls-server-name: kubernetes.default"
   "$KR" --kubeconfig "$TMP/kc" GET /version >"$TMP/out" 2>"$TMP/err"
-  assertEquals "stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"gitVersion"'
   # Client certificate and CA from base64 -data fields.
   write_kc "$TMP/kc" "$ADMIN"
   sed -i "s|certificate-authority: .*|certificate-authority-data: $(base64 -w0 "$CA")|" "$TMP/kc"
   "$KR" --kubeconfig "$TMP/kc" GET /api/v1/namespaces/kube-system >"$TMP/out" 2>"$TMP/err"
-  assertEquals "stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
 }
 
@@ -283,7 +291,8 @@ test_parallel() {
   need_cluster || return
   ns=$(new_ns par)
   "$KR" --parallel 50 GET "/api/v1/namespaces/$ns" >"$TMP/out" 2>"$TMP/err"
-  assertEquals "stderr: $(tail -1 "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(tail -1 "$TMP/err")" 0 "$rc"
   assertEquals 50 "$(grep -c '^HTTP/2 200$' "$TMP/err")"
   assertEquals 50 "$(grep -c "\"name\":\"$ns\"" "$TMP/out")"
   assertContains "$(cat "$TMP/err")" "50 requests: 50 ok, 0 refused, 0 failed"
@@ -306,7 +315,8 @@ test_parallel_borrowed_body() {
   val=$(printf '%6000s' '' | tr ' ' x)  # answers pass the 4 KiB receive buffer
   body="{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"b-\"},\"data\":{\"v\":\"$val\"}}"
   "$KR" --parallel 40 --borrowed POST "/api/v1/namespaces/$ns/configmaps" "$body" >"$TMP/resp" 2>"$TMP/err"
-  assertEquals "stderr: $(tail -1 "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(tail -1 "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/err")" "40 requests: 40 ok, 0 refused, 0 failed"
   assertEquals 40 "$(grep -c "\"v\":\"$val\"" "$TMP/resp")"
   "$KR" GET "/api/v1/namespaces/$ns/configmaps" >"$TMP/out" 2>/dev/null
@@ -353,7 +363,8 @@ test_in_cluster() {
   env -u KUBECONFIG HOME="$TMP/emptyhome" RS_SERVICEACCOUNT_DIR="$sa" \
     KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$PORT" \
     "$KR" -v 4 GET "/api/v1/namespaces/$ns/configmaps" >"$TMP/out" 2>"$TMP/err"
-  assertEquals "stderr: $(cat "$TMP/err")" 0 $?
+  rc=$?
+  assertEquals "stderr: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/err")" "using in-cluster configuration: server https://127.0.0.1:$PORT"
   assertContains "$(cat "$TMP/out")" '"kind":"ConfigMapList"'
   # The service account may not read secrets: proves its token was used.

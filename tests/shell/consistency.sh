@@ -27,6 +27,8 @@ skips_above() { [ "$(stale_skips)" -gt "$1" ]; }
 
 # synced_lines NS: how often rs-apply ended NS/web as synced.
 synced_lines() { grep -c "$1/web: synced" "$TMP/apply.log"; }
+# synced_above NS N: more than N of them, read again at each call.
+synced_above() { [ "$(synced_lines "$1")" -gt "$2" ]; }
 
 # held_scale_up NS: web scaled 0 -> 2 with the relay's mark; returns once
 # the two pods exist and rs-apply has ended the key, the stream held back
@@ -70,7 +72,7 @@ test_stale_cache_skipped_then_synced() {
   rm -f "$TMP/hold"
   assertTrue "synced once the stream caught up" \
     "wait_for 30 rs_status_is '$ns' web '.replicas == 2 and .observedGeneration == 2'"
-  assertTrue "a sync went ahead" "wait_for 10 test $synced -lt \$(grep -c '$ns/web: synced' '$TMP/apply.log')"
+  assertTrue "a sync went ahead" "wait_for 10 synced_above $ns $synced"
   # the stats file is written at most once a second
   sleep 2; n=$(stale_skips); sleep 3
   assertEquals "no more skips once caught up" "$n" "$(stale_skips)"
@@ -92,7 +94,7 @@ test_gate_off_syncs_at_once() {
   synced=$(synced_lines "$ns")
   rs-queue --queue "$RS_QUEUE_SOCK" add "$ns/web" || fail "add"
   assertTrue "synced at once, the stream still held" \
-    "wait_for 20 test $synced -lt \$(grep -c '$ns/web: synced' '$TMP/apply.log')"
+    "wait_for 20 synced_above $ns $synced"
   assertTrue "still held" "test -e '$TMP/hold'"
   assertEquals "no skip" 0 "$(stale_skips)"
   rm -f "$TMP/hold"
@@ -118,7 +120,8 @@ test_deletes_not_recorded() {
   wait_for 20 test -e "$TMP/hold" || fail "the relay did not hold"
   wait_for 30 syncs_settled "$ns" || fail "rs-apply did not end the key"
   "$EXP_TOOL" "$RS_STATE_DIR/expectations" written "$ns/web" >"$TMP/written"
-  assertEquals "the status write is recorded: $(cat "$TMP/written")" 0 $?
+  rc=$?
+  assertEquals "the status write is recorded: $(cat "$TMP/written")" 0 "$rc"
   assertTrue "the deletes are not: $(cat "$TMP/written")" \
     "jq -e '.written.pods == null' '$TMP/written'"
   rm -f "$TMP/hold"

@@ -9,7 +9,7 @@
 [ -n "${E2E_SCENARIOS_ONLY:-}" ] || . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   start_controller --kube-api-qps 200 --kube-api-burst 400
 }
 
@@ -81,11 +81,12 @@ test_ready_and_available() {
   ns=$(new_ns ready)
   make_rs "$ns" web 3 web '{"minReadySeconds": 5}'
   assertTrue "3 pods" "wait_count $ns app=web 3 30"
+  status_watch "$ns" web
   for p in $(live_pods "$ns" app=web); do set_pod_status "$ns" "$p" Running True; done
   assertTrue "ready 3" "wait_for 20 rs_status_is $ns web '.readyReplicas == 3'"
-  rs_status_is "$ns" web '(.availableReplicas // 0) < 3'
-  assertTrue "not all available before 5 s" $?
   assertTrue "available 3 after minReadySeconds" "wait_for 20 rs_status_is $ns web '.availableReplicas == 3'"
+  assertEquals "no status counted a pod available within 5 s of its Ready" "" \
+    "$(available_too_soon "$ns" web rs 5)"
   p=$(live_pods "$ns" app=web | head -1)
   set_pod_status "$ns" "$p" Running False
   assertTrue "ready 2" "wait_for 20 rs_status_is $ns web '.readyReplicas == 2 and .availableReplicas == 2'"
@@ -106,14 +107,26 @@ test_adopt_and_release() {
   assertTrue "replacement made" "wait_count $ns app=web 2 30"
 }
 
+# A ReplicaSet being deleted adopts nothing. The controller is seen at work
+# meanwhile: it makes the pod of a second ReplicaSet (created after the
+# orphan, so its pod comes after the orphan in the controller's pod
+# stream), then syncs web again (a new generation observed) with the
+# orphan in its cache, and still leaves the orphan alone.
 test_no_adoption_while_deleting() {
   need_cluster || return
+  local gen
   ns=$(new_ns deleting)
   make_rs "$ns" web 0 web
   kubectl -n "$ns" patch rs web --type=merge -p '{"metadata":{"finalizers":["rs-controller.test/hold"]}}' >/dev/null
   kubectl -n "$ns" delete rs web --wait=false >/dev/null
   kubectl -n "$ns" run orphan --image=registry.k8s.io/pause:3.10 --labels app=web --restart=Never >/dev/null
-  sleep 4
+  make_rs "$ns" probe 1
+  assertTrue "the controller makes probe's pod after the orphan" "wait_count $ns app=probe 1 30"
+  assertTrue "and counts it" "wait_for 20 rs_status_is $ns probe '.replicas == 1'"
+  kubectl -n "$ns" patch rs web --type=merge -p '{"spec":{"minReadySeconds":1}}' >/dev/null
+  gen=$(rs_json "$ns" web | jq .metadata.generation)
+  assertTrue "web synced again while deleting (generation $gen observed)" \
+    "wait_for 20 rs_status_is $ns web '.observedGeneration == $gen'"
   n=$(kubectl -n "$ns" get pod orphan -o json | jq '(.metadata.ownerReferences // []) | length')
   assertEquals "orphan left alone" 0 "$n"
   kubectl -n "$ns" patch rs web --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
@@ -135,7 +148,8 @@ EOT
   make_rs "$ns" web 2
   assertTrue "2 own pods" "wait_for 30 sh -c \"kubectl -n $ns get pods -o json | jq -e '[.items[] | select(.metadata.ownerReferences[0].kind==\\\"ReplicaSet\\\")] | length == 2'\""
   kubectl -n "$ns" scale rs web --replicas 0 >/dev/null
-  sleep 4
+  assertTrue "its own pods gone, the foreign one left" "wait_count $ns app=web 1 30"
+  assertTrue "status 0" "wait_for 20 rs_status_is $ns web '.replicas == 0'"
   assertTrue "foreign pod still there, still foreign" \
     "kubectl -n $ns get pod foreign -o json | jq -e '.metadata.ownerReferences[0].kind == \"ConfigMap\" and .metadata.deletionTimestamp == null'"
 }
@@ -178,9 +192,10 @@ test_dry_run_writes_nothing() {
     {apiVersion:"apps/v1",kind:"ReplicaSet",namespace:$ns,name:"dry-target",uid:$uid,resourceVersion:$rv} as $o |
     ({op:"create",key:"\($ns)/dry-target",owner:$o,count:2,
       template:{metadata:{labels:{app:"dry"}},spec:{containers:[{name:"c",image:"x"}]}}},
-     {op:"end",key:"\($ns)/dry-target",owner:$o})' | rs-apply --dry-run 2>&1)
-  assertContains "prints the create" "$out" "POST"
-  sleep 1
+     {op:"end",key:"\($ns)/dry-target",owner:$o})' | rs-apply --dry-run 2>"$TMP/dry.err")
+  n=$(printf '%s\n' "$out" | jq -s --arg p "/api/v1/namespaces/$ns/pods" '[.[] | select(.method == "POST" and (.path | sub("[?].*"; "")) == $p)] | length')
+  assertEquals "the two creates printed on stdout: $out" 2 "$n"
+  # rs-apply has exited: nothing of it is still on its way
   assertEquals "no pod written" 0 "$(kubectl -n "$ns" get pods -l app=dry -o name | wc -l)"
 }
 

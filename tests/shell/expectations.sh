@@ -231,7 +231,8 @@ test_sigkill_mid_update() {
   done
   kill -TERM $survivor
   wait $survivor
-  assertEquals "survivor ended cleanly: $(grep -v warning "$TMP/survivor.err" | tail -3)" 0 $?
+  rc=$?
+  assertEquals "survivor ended cleanly: $(grep -v warning "$TMP/survivor.err" | tail -3)" 0 "$rc"
   rounds=$(sed -n 's/^hammer ns\/survivor: \([0-9]*\) rounds$/\1/p' "$TMP/survivor")
   assertTrue "survivor made progress ($rounds rounds)" "[ ${rounds:-0} -gt 1000 ]"
   echo "sigkill: $i kills, $inside inside a write transaction," \

@@ -15,8 +15,7 @@ test_fuzz_smoke() {
   rc=$?
   cat "$TMP/fuzz.out"
   if grep -q 'no libFuzzer toolchain' "$TMP/fuzz.out"; then
-    echo "skipped: no clang with libFuzzer (make deps installs it)"
-    startSkipping
+    skip_test "no clang with libFuzzer (make deps installs it)"
     return
   fi
   assertEquals "tests/fuzz/run exit status" 0 "$rc"

@@ -109,8 +109,8 @@ many_pods() {
 # seen is a pod created again): out of memory, rs-sync says so and exits
 # 111, for its supervisor to start it again, and it never crashes.
 test_sync_out_of_memory_exits_clearly() {
-  case $RS_BIN in *asan*) echo "skipped: a sanitizer build reserves more address space than any limit"; startSkipping; return ;; esac
-  command -v prlimit >/dev/null || { echo "skipped: no prlimit"; startSkipping; return; }
+  case $RS_BIN in *asan*) skip_test "a sanitizer build reserves more address space than any limit"; return ;; esac
+  command -v prlimit >/dev/null || { skip_test "no prlimit (util-linux)"; return; }
   # the limit: what an idle rs-sync maps (the expectations map included),
   # plus 32 MiB; 200,000 cached pods need twice that
   sleep 3 | rs-sync --once ns/web --now "$NOW" >/dev/null 2>&1 &

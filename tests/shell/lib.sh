@@ -30,9 +30,24 @@ rs_cleanup() {
   RS_PIDS=
 }
 
-# need_cluster: skip the suite's test (shunit2 startSkipping) with no cluster.
+# skip_test REASON: this test does not run here, and says why. shunit2
+# counts skipped assertions, not tests (a test that skips before its first
+# assertion shows as a pass), so the suite, the test and REASON go to
+# $RS_SKIPS, which run-all.sh reads: it counts the test skipped, and under
+# CI fails it unless the test is on its list of soak-only tests. The caller
+# returns next:  skip_test "why"; return
+skip_test() {
+  echo "skipped: $*"
+  [ -n "${RS_SKIPS:-}" ] &&
+    printf '%s %s %s\n' "$SUITE" "${_shunit_test_:-oneTimeSetUp}" "$*" >>"$RS_SKIPS"
+  startSkipping
+}
+
+# need_cluster || return: fails the test with no cluster. run-all.sh starts
+# one for every suite that calls this, so none is a broken run, not a skip.
 need_cluster() {
   if [ -z "${KUBECONFIG:-}" ] || [ ! -f "$KUBECONFIG" ]; then
+    fail "no test cluster (KUBECONFIG unset or not a file): run the suite with tests/run-all.sh shell $SUITE"
     startSkipping
     return 1
   fi
@@ -201,6 +216,40 @@ rs_status_is() {
   rs_json "$1" "$2" | jq -e ".status | $3" >/dev/null
 }
 rc_status_is() { rs_json "$1" "$2" rc | jq -e ".status | $3" >/dev/null; }
+
+# status_watch NS NAME [KIND]: every version of the object from now on, as
+# a watch sends them (managed fields included), in $TMP/NS.KIND.watch, until
+# available_too_soon reads them.
+STATUS_WATCH=
+status_watch() {
+  kubectl -n "$1" get "${3:-rs}" "$2" -w -o json --show-managed-fields \
+    >"$TMP/$1.${3:-rs}.watch" 2>/dev/null &
+  STATUS_WATCH=$!
+}
+
+# available_too_soon NS NAME KIND MIN-READY: the versions status_watch saw
+# whose status counts more pods available than had been Ready for
+# MIN-READY seconds when the status was written. The times are the
+# apiserver's (the status write's managedFields time, in seconds) and the
+# pods' (Ready's lastTransitionTime), not the test's clock: a slow machine
+# writes later, never too soon. Prints "time available" of each, or nothing.
+available_too_soon() {
+  local ready rv
+  # the recorder has the version current now, then stops
+  rv=$(rs_json "$1" "$2" "$3" | jq -r .metadata.resourceVersion)
+  wait_for 10 grep -q "\"resourceVersion\": \"$rv\"" "$TMP/$1.$3.watch" ||
+    echo "available_too_soon: the watch did not reach resourceVersion $rv" >&2
+  kill "$STATUS_WATCH" 2>/dev/null; wait "$STATUS_WATCH" 2>/dev/null
+  ready=$(kubectl -n "$1" get pods -o json | jq -c --arg uid "$(rs_json "$1" "$2" "$3" | jq -r .metadata.uid)" '
+    [.items[] | select(any(.metadata.ownerReferences[]?; .uid == $uid)) |
+      .status.conditions[]? | select(.type == "Ready" and .status == "True") |
+      .lastTransitionTime | fromdateiso8601]')
+  jq -r --argjson min "$4" --argjson ready "$ready" '
+    ([.metadata.managedFields[]? | select(.subresource == "status") | .time | fromdateiso8601] | max) as $t |
+    select($t != null) | (.status.availableReplicas // 0) as $a |
+    select($a > ([$ready[] | select(. + $min <= $t)] | length)) | "\($t | todate) \($a)"' \
+    "$TMP/$1.$3.watch"
+}
 
 # count_live NS SELECTOR
 count_live() { live_pods "$1" "$2" | wc -l; }

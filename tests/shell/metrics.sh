@@ -124,7 +124,8 @@ test_endpoints_without_stages() {
   assertContains "$(body /readyz)" "[-]synced failed"
   scrape "$TMP/m0" || fail "scrape"
   prom_valid "$TMP/m0"
-  assertEquals "format: $(prom_valid "$TMP/m0" | head -3)" 0 $?
+  rc=$?
+  assertEquals "format: $(prom_valid "$TMP/m0" | head -3)" 0 "$rc"
   for m in workqueue_depth workqueue_adds_total workqueue_unfinished_work_seconds \
       workqueue_longest_running_processor_seconds workqueue_retries_total; do
     assertNotEquals "$m" none "$(value "$TMP/m0" "$m{name=\"replicaset\"}")"
@@ -208,7 +209,7 @@ test_http_is_strict_and_bounded() {
 }
 
 test_readyz_waits_for_synced() {
-  need_cluster || return 0
+  need_cluster || return
   start_queue || fail "rs-queue did not start"
   metrics_start --stale 3 --stages rs-sync,rs-apply || fail "rs-metrics did not start"
   mkfifo "$TMP/events"
@@ -251,14 +252,15 @@ test_readyz_waits_for_synced() {
 }
 
 test_metrics_of_the_controller_at_work() {
-  need_cluster || return 0
+  need_cluster || return
   start_controller --kube-api-qps 200 --kube-api-burst 400
   metrics_start || fail "rs-metrics did not start"
   assertTrue "ready" "wait_for 60 is_code /readyz 200"
   assertEquals "healthy" 200 "$(code /healthz)"
   scrape "$TMP/a" || fail "scrape"
   prom_valid "$TMP/a"
-  assertEquals "format: $(prom_valid "$TMP/a" | head -3)" 0 $?
+  rc=$?
+  assertEquals "format: $(prom_valid "$TMP/a" | head -3)" 0 "$rc"
   for m in workqueue_depth workqueue_adds_total workqueue_retries_total \
       workqueue_unfinished_work_seconds workqueue_longest_running_processor_seconds \
       workqueue_queue_duration_seconds_count workqueue_work_duration_seconds_count; do
@@ -339,7 +341,7 @@ age_ratio_count() {
 # The victims of a scale-down that sorts are observed, Ready ones only,
 # once each, in upstream's buckets; deleting every pod sorts nothing.
 test_sorting_deletion_age_ratio() {
-  need_cluster || return 0
+  need_cluster || return
   start_controller
   metrics_start --stages rs-sync || fail "rs-metrics did not start"
   ns=$(new_ns ageratio)

@@ -394,7 +394,8 @@ test_stats_json_and_prometheus() {
     .queue_duration_seconds.le[0] == 1e-08 and .queue_duration_seconds.le[9] == 10 and
     .longest_running_processor_seconds > 0 and .unfinished_work_seconds > 0' \
     "$TMP/stats.json" >/dev/null
-  assertEquals "stats JSON: $(cat "$TMP/stats.json")" 0 $?
+  rc=$?
+  assertEquals "stats JSON: $(cat "$TMP/stats.json")" 0 "$rc"
   rs-queue stats --prometheus >"$TMP/prom" || fail "prometheus"
   for m in workqueue_depth workqueue_adds_total workqueue_unfinished_work_seconds \
       workqueue_longest_running_processor_seconds workqueue_retries_total; do

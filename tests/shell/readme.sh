@@ -85,7 +85,7 @@ test_make_test_target_exists() {
 }
 
 test_run_with_kubeconfig() {
-  need_cluster || return 0
+  need_cluster || return
   local state=$TMP/state/kc log=$TMP/run-kc.log ns sup exe
   start_run "$state" "$log"
   if ! wait_for 300 grep -q 'rs-controller is running' "$log"; then

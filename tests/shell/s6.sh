@@ -17,7 +17,7 @@ MAX_STALL=10                   # seconds
 SVSCAN=
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   RS_APPLY_FLAGS="-v 2 --kube-api-qps 50 --kube-api-burst 50" RS_SYNC_FLAGS="-v 2" \
     "$top/service/rs-svscan" --state-dir "$CTL" --no-metrics "$SCAN" \
     >"$TMP/svscan.log" 2>&1 &
@@ -57,8 +57,18 @@ adds() {
 
 now_ms() { date +%s%3N; }
 
+# stall_s NS T: the longest wait in whole seconds, by the apiserver's
+# creationTimestamps, from T (epoch seconds) to the first pod of NS made
+# after it, and between each such pod and the next.
+stall_s() {
+  jq -rn --arg ns "$1" --argjson t "$2" '[inputs | select(.type == "ADDED" and
+      .object.metadata.namespace == $ns) | .object.metadata.creationTimestamp |
+      fromdateiso8601 | select(. >= $t)] | sort | [$t] + . |
+    [range(1; length) as $i | .[$i] - .[$i - 1]] | max // 0' "$TMP/pods.ndjson"
+}
+
 test_services_up_and_queue_ready() {
-  need_cluster || return 0
+  need_cluster || return
   assertTrue "rs-queue up and ready (notification-fd)" \
     "wait_for 20 sh -c 's6-svstat \"$SCAN/rs-queue\" | grep -q \"^up .*ready\"'"
   assertTrue "pipeline up with its three stages" "wait_for 20 pipeline_pids"
@@ -71,7 +81,7 @@ test_services_up_and_queue_ready() {
 # kill_during_scale_up STAGE: a ReplicaSet of $REPLICAS; STAGE SIGKILLed once
 # a random number of its pods exist; then the checks.
 kill_during_scale_up() {
-  local stage=$1 ns at old victim t_kill last n t gap maxgap=0 converged=0 p
+  local stage=$1 ns at old victim t_kill last n t maxgap converged=0 p
   ns=$(new_ns "kill-$stage")
   wait_for 30 pipeline_pids || { fail "no pipeline before the test"; return; }
   wait_for 10 sh -c 's6-svstat "$0" | grep -q "^up .*ready"' "$SCAN/rs-queue"
@@ -89,24 +99,22 @@ kill_during_scale_up() {
   t_kill=$(now_ms); last=$t_kill
   echo "$stage: SIGKILL pid $victim at $n pods (aimed at $at)"
 
-  # Every increase of the pod count until convergence: the longest gap
-  # between the kill, the increases and convergence is the stall.
+  # Until convergence, or no new pod for three times the stall allowed
+  # (the test's view, which a slow machine delays: the stall itself is
+  # measured from the pods' creationTimestamps).
   while [ $(( $(now_ms) - t_kill )) -lt 180000 ]; do
     p=$(adds "$ns")
     t=$(now_ms)
-    if [ "$p" -gt "$n" ]; then
-      gap=$(( t - last )); [ "$gap" -gt "$maxgap" ] && maxgap=$gap
-      n=$p; last=$t
-    fi
+    [ "$p" -gt "$n" ] && { n=$p; last=$t; }
     if [ "$p" -ge "$REPLICAS" ]; then converged=1; break; fi
-    gap=$(( t - last ))
-    [ "$gap" -gt $(( MAX_STALL * 1000 )) ] && { maxgap=$gap; break; }
+    [ $(( t - last )) -gt $(( MAX_STALL * 3000 )) ] && break
     sleep 0.2
   done
-  echo "$stage: $n pods created $(( (last - t_kill) / 1000 )) s after the kill; longest stall ${maxgap} ms"
+  maxgap=$(stall_s "$ns" $(( t_kill / 1000 )))
+  echo "$stage: $n pods created $(( (last - t_kill) / 1000 )) s after the kill; longest stall ${maxgap} s"
   assertEquals "$stage: converged to $REPLICAS creates" 1 "$converged"
-  assertTrue "$stage: no stall over ${MAX_STALL} s (longest ${maxgap} ms)" \
-    "[ $maxgap -le $(( MAX_STALL * 1000 )) ]"
+  assertTrue "$stage: no stall over ${MAX_STALL} s (longest ${maxgap} s)" \
+    "[ $maxgap -le $MAX_STALL ]"
 
   # shellcheck disable=SC2086
   assertTrue "$stage: nothing of the old pipeline left running ($old)" \
@@ -124,15 +132,15 @@ kill_during_scale_up() {
 
 }
 
-test_kill_rs_watch() { need_cluster || return 0; kill_during_scale_up rs-watch; }
-test_kill_rs_sync() { need_cluster || return 0; kill_during_scale_up rs-sync; }
-test_kill_rs_apply() { need_cluster || return 0; kill_during_scale_up rs-apply; }
-test_kill_rs_queue() { need_cluster || return 0; kill_during_scale_up rs-queue; }
+test_kill_rs_watch() { need_cluster || return; kill_during_scale_up rs-watch; }
+test_kill_rs_sync() { need_cluster || return; kill_during_scale_up rs-sync; }
+test_kill_rs_apply() { need_cluster || return; kill_during_scale_up rs-apply; }
+test_kill_rs_queue() { need_cluster || return; kill_during_scale_up rs-queue; }
 
 # The supervisor itself SIGKILLed (s6-svc -k): ./finish stops its stages.
 test_kill_pipeline_supervisor() {
   local old ns
-  need_cluster || return 0
+  need_cluster || return
   assertTrue "pipeline up" "wait_for 30 pipeline_pids"
   old=$(pipeline_pids)
   s6-svc -k "$SCAN/rs-pipeline"
@@ -149,7 +157,7 @@ test_kill_pipeline_supervisor() {
 
 # Last (shunit2 runs tests in file order): a clean stop leaves nothing.
 test_zz_svscanctl_t_leaves_nothing() {
-  need_cluster || return 0
+  need_cluster || return
   assertNotNull "processes of the scan directory before the stop" "$(leftovers)"
   assertTrue "s6-svscan exits on s6-svscanctl -t" stop_svscan
   sleep 1

@@ -67,13 +67,13 @@ under_asan() {
 }
 
 test_e2e_under_asan() {
-  [ -n "${SANITIZERS_ASAN:-}" ] || { echo "skipped: SANITIZERS_ASAN unset (tests/soak/run sets it)"; startSkipping; return; }
+  [ -n "${SANITIZERS_ASAN:-}" ] || { skip_test "soak-only: SANITIZERS_ASAN unset (tests/soak/run sets it)"; return; }
   need_cluster || return
   under_asan e2e
 }
 
 test_hostile_under_asan() {
-  [ -n "${SANITIZERS_HOSTILE:-}" ] || { echo "skipped: SANITIZERS_HOSTILE unset (tests/soak/run sets it)"; startSkipping; return; }
+  [ -n "${SANITIZERS_HOSTILE:-}" ] || { skip_test "soak-only: SANITIZERS_HOSTILE unset (tests/soak/run sets it)"; return; }
   under_asan hostile
 }
 

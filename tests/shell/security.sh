@@ -6,7 +6,7 @@
 # expectations file are 0600 in a 0700 directory and refused to other users
 # (run as nobody with setpriv), by mode and by the server's peer check; the
 # RBAC in deploy/ grants no wildcard and no verb beyond what the controller
-# needs (skipped while deploy/ does not exist).
+# needs (a deploy/ without manifests fails).
 . "$(dirname "$0")/lib.sh"
 
 EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
@@ -36,7 +36,7 @@ EOF
 }
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   ns=$(new_ns security)
   NS=$ns
   kubectl -n "$NS" create serviceaccount rs-sec >/dev/null
@@ -220,9 +220,9 @@ nobody_can_run() {
 }
 
 test_queue_socket_private() {
-  command -v setpriv >/dev/null || { startSkipping; return; }
-  [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root to run as nobody"; startSkipping; return; }
-  nobody_can_run || { echo "skipped: nobody cannot run $RS_BIN/rs-queue"; startSkipping; return; }
+  command -v setpriv >/dev/null || { skip_test "no setpriv (util-linux)"; return; }
+  [ "$(id -u)" -eq 0 ] || { skip_test "needs root to run as nobody"; return; }
+  nobody_can_run || { skip_test "nobody cannot run $RS_BIN/rs-queue"; return; }
   d=$RS_STATE_DIR/qs
   RS_STATE_DIR=$d rs-queue serve 2>"$TMP/q.log" &
   q=$!
@@ -261,8 +261,8 @@ test_queue_socket_private() {
 }
 
 test_expectations_file_private() {
-  command -v setpriv >/dev/null || { startSkipping; return; }
-  [ "$(id -u)" -eq 0 ] || { echo "skipped: needs root to run as nobody"; startSkipping; return; }
+  command -v setpriv >/dev/null || { skip_test "no setpriv (util-linux)"; return; }
+  [ "$(id -u)" -eq 0 ] || { skip_test "needs root to run as nobody"; return; }
   d=$RS_STATE_DIR/es
   mkdir -m 0700 "$d"
   f=$d/expectations
@@ -322,13 +322,8 @@ RBAC_ALLOWED='{
 
 test_rbac_least_privilege() {
   need_cluster || return   # kubectl maps the manifests' kinds by discovery
-  if [ ! -d "$top/deploy" ]; then
-    echo "skipped: no deploy/ yet: nothing to check"
-    startSkipping
-    return
-  fi
   files=$(find "$top/deploy" -name '*.yaml' -o -name '*.yml' -o -name '*.json' | sort)
-  [ -n "$files" ] || { echo "skipped: no manifests in deploy/"; startSkipping; return; }
+  [ -n "$files" ] || { fail "no manifests in deploy/"; return; }
   # every Role and ClusterRole rule, as JSON, without a cluster
   rules=$(for f in $files; do
     kubectl create --dry-run=client -o json -f "$f" 2>/dev/null

@@ -47,6 +47,7 @@ pod() { kubectl -n "$1" run "$2" --image=example.invalid/none --restart=Never >/
 
 synced_count() { grep -c '"type":"SYNCED"' "$1" 2>/dev/null; }
 synced_n() { [ "$(synced_count "$1")" -ge "$2" ]; }   # FILE N
+added_is() { [ "$(grep -c '"type":"ADDED"' "$1")" -eq "$2" ]; }   # FILE N
 
 # stream_state FILE NS: "name uid resourceVersion" of the pods of NS that
 # the stream leaves when applied in order, sorted.
@@ -750,7 +751,7 @@ test_server_timeout_reconnects_at_once() {
   rs_bg rs-watch -v 2 --watch-timeout 2s --backoff-initial 5s -n "$ns" pods >"$OUT" 2>"$OUT.log"
   assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
   for i in 1 2 3 4; do pod "$ns" r$i; sleep 2; done
-  assertTrue "all four pods seen" "wait_for 20 test \$(grep -c '\"ADDED\"' $OUT) -eq 4"
+  assertTrue "all four pods seen" "wait_for 20 added_is $OUT 4"
   assertTrue "watches ended by the server" "[ $(grep -c 'watch of pods ended after' "$OUT.log") -ge 2 ]"
   assertEquals "no backoff" 0 "$(grep -c 'retrying in' "$OUT.log")"
   assertTrue "timeoutSeconds of 2 to 4 s" "grep -Eq 'watching pods from resourceVersion [0-9]+ for [234] s' $OUT.log"
