@@ -31,6 +31,14 @@ valgrind:cmd/valgrind
 clang:cmd/clang
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
+# The test node (tests/env/node, make test-node): the container runtime
+# kubelet talks to, the OCI runtime it runs, and a static libc for the
+# sandbox image's pause program.
+need="$need
+containerd:cmd/containerd
+runc:cmd/runc
+libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
+"
 missing=
 for e in $need; do
   pkg=${e%%:*}; probe=${e#*:}
