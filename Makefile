@@ -37,7 +37,7 @@ BENCH_SRC:= $(wildcard bench/*/*.c)
 BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
-.PHONY: all tools deps check-deps asan asan-unit units test test-unit test-shell install deb clean demo bench soak fuzz
+.PHONY: all tools deps check-deps asan asan-unit units test test-unit test-shell test-node install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
 # The tools alone, for packages: no test programs, no check of the test
@@ -102,6 +102,11 @@ test-unit: all $(UNITS)
 
 test-shell: all
 	@sh tests/run-all.sh shell
+
+# The suites that need a real node (tests/node, tests/env/node): root,
+# containerd; not in `make test`, one run per machine at a time.
+test-node: all
+	@sh tests/run-all.sh node
 
 bench: all
 	@sh bench/run
