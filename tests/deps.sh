@@ -1,9 +1,11 @@
 #!/bin/sh
-# deps.sh check|install: name the Debian packages the build and tests need
-# that are missing, or install them with apt-get (as root).
+# deps.sh check|install [image]: name the Debian packages the build and
+# tests need that are missing, or install them with apt-get (as root).
+# "image": instead, the ones `make image` and tests/shell/image.sh need
+# (make deps-image), which the plain build does without.
 set -u
 # package:probe (a file, or cmd/NAME for a program on PATH)
-need="
+base_need="
 libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
 libcjson-dev:/usr/include/cjson/cJSON.h
 libyaml-dev:/usr/include/yaml.h
@@ -31,6 +33,18 @@ valgrind:cmd/valgrind
 clang:cmd/clang
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
+# the image: podman with runc (crun refuses this machine's cgroup v1
+# layout), mmdebstrap for the base; make deb's packages come from the above
+image_need="
+podman:cmd/podman
+runc:cmd/runc
+mmdebstrap:cmd/mmdebstrap
+"
+case ${2:-} in
+"") need=$base_need ;;
+image) need=$image_need ;;
+*) echo "rs-controller: fatal: usage: deps.sh check|install [image]" >&2; exit 100 ;;
+esac
 missing=
 for e in $need; do
   pkg=${e%%:*}; probe=${e#*:}
