@@ -18,7 +18,7 @@ oneTimeSetUp() {
   need_cluster || return 0
   kubectl apply -k "$top/deploy/base" >"$TMP/apply.out" 2>&1 ||
     { cat "$TMP/apply.out" >&2; return 1; }
-  write_sa_kubeconfig || return 1
+  sa_kubeconfig "$SA_KC" "$NS" "$SA" || return 1
   KUBECONFIG=$SA_KC start_controller --kube-api-qps 100 --kube-api-burst 200
   start_rc_controller
 }
@@ -31,32 +31,6 @@ oneTimeTearDown() {
   rm -rf "$RS_STATE_DIR"
 }
 
-# write_sa_kubeconfig: the API server and CA of the test cluster, and a
-# token of the ServiceAccount, nothing else.
-write_sa_kubeconfig() {
-  local server token
-  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}') || return 1
-  token=$(kubectl -n "$NS" create token "$SA" --duration 2h) || return 1
-  [ -n "$token" ] || return 1
-  cat >"$SA_KC" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $server
-    certificate-authority: $RS_TEST_CLUSTER/ca.crt
-users:
-- name: $SA
-  user:
-    token: $token
-contexts:
-- name: $SA
-  context: {cluster: test, user: $SA}
-current-context: $SA
-EOF
-  chmod 0600 "$SA_KC"
-}
 
 # start_rc_controller: the ReplicationController manager with the same
 # token, its own state directory and queue; the pipeline run by
