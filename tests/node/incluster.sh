@@ -149,9 +149,10 @@ test_daemonset_pod_runs_ready_with_its_token() {
   wait_for 30 eval '[ -n "$(lease_holder)" ]' || fail "nobody holds $LEASE"
   wait_for 30 metrics_leader 10260 || fail "the pod's pipeline publishes no rs-sync samples"
   assertEquals "no restarts" 0 "$(kubectl -n rs-controller get pod "$name" -o jsonpath='{.status.containerStatuses[0].restartCount}')"
-  # the probes are there and pass (Ready above; liveness: no restart)
-  assertEquals "probes" "/healthz /readyz" "$(kubectl -n rs-controller get pod "$name" -o json |
-    jq -r '.spec.containers[0] | "\(.livenessProbe.httpGet.path) \(.readinessProbe.httpGet.path)"')"
+  # the probes are there, on loopback, and pass (Ready above; liveness: no
+  # restart)
+  assertEquals "probes" "127.0.0.1 127.0.0.1" "$(kubectl -n rs-controller get pod "$name" -o json |
+    jq -r '.spec.containers[0] | "\(.livenessProbe.httpGet.host) \(.readinessProbe.httpGet.host)"')"
   # kubectl logs (API server -> kubelet -> containerd) shows the pipeline
   kubectl -n rs-controller logs "$name" >"$TMP/ds.log" 2>&1 || fail "kubectl logs"
   for t in rs-lease rs-watch rs-sync rs-apply; do
