@@ -37,7 +37,7 @@ BENCH_SRC:= $(wildcard bench/*/*.c)
 BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
-.PHONY: all tools deps check-deps asan asan-unit units test test-unit test-shell install deb clean demo bench soak fuzz
+.PHONY: all tools deps deps-image deps-node check-deps image asan asan-unit units test test-unit test-shell test-node install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
 # The tools alone, for packages: no test programs, no check of the test
@@ -46,6 +46,15 @@ tools: $(BINS)
 
 deps:
 	@sh tests/deps.sh install
+
+# The image's tools (podman, runc, mmdebstrap): only make image and
+# tests/shell/image.sh need them.
+deps-image:
+	@sh tests/deps.sh install image
+
+# The test node's (containerd, runc, libc6-dev) and the image's: make test-node.
+deps-node:
+	@sh tests/deps.sh install node
 
 check-deps:
 	@sh tests/deps.sh check
@@ -103,6 +112,12 @@ test-unit: all $(UNITS)
 test-shell: all
 	@sh tests/run-all.sh shell
 
+# The suites that need a real node (tests/node, tests/env/node): root,
+# containerd, and the image (make image: 4 s when up to date); not in
+# `make test`, one run per machine at a time.
+test-node: all image
+	@sh tests/run-all.sh node
+
 bench: all
 	@sh bench/run
 
@@ -128,6 +143,12 @@ install: tools
 # copy of the tree, then lintian: $(BUILD)/deb/rs-controller_*.deb.
 deb:
 	@sh deploy/build-deb $(BUILD)/deb
+
+# make image: the container image with podman, no registry (deploy/build-image):
+# the package, a Debian base by mmdebstrap (cached), deploy/Containerfile;
+# localhost/rs-controller:latest and build/image/rs-controller.tar.
+image:
+	@sh deploy/build-image
 
 clean:
 	rm -rf build build-asan

@@ -1,9 +1,12 @@
 #!/bin/sh
-# deps.sh check|install: name the Debian packages the build and tests need
-# that are missing, or install them with apt-get (as root).
+# deps.sh check|install [image|node]: name the Debian packages the build and
+# tests need that are missing, or install them with apt-get (as root).
+# "image": instead, the ones `make image` and tests/shell/image.sh need
+# (make deps-image), which the plain build does without; "node": those and
+# the test node's (make deps-node, for make test-node).
 set -u
 # package:probe (a file, or cmd/NAME for a program on PATH)
-need="
+base_need="
 libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
 libcjson-dev:/usr/include/cjson/cJSON.h
 libyaml-dev:/usr/include/yaml.h
@@ -31,6 +34,26 @@ valgrind:cmd/valgrind
 clang:cmd/clang
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
+# the image: podman with runc (crun refuses this machine's cgroup v1
+# layout), mmdebstrap for the base; make deb's packages come from the above
+image_need="
+podman:cmd/podman
+runc:cmd/runc
+mmdebstrap:cmd/mmdebstrap
+"
+# the test node (tests/env/node, make test-node): the container runtime
+# kubelet talks to, the OCI runtime it runs, a static libc for the sandbox
+# image's pause program; and the image, which the node suites run
+node_need="$image_need
+containerd:cmd/containerd
+libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
+"
+case ${2:-} in
+"") need=$base_need ;;
+image) need=$image_need ;;
+node) need=$node_need ;;
+*) echo "rs-controller: fatal: usage: deps.sh check|install [image|node]" >&2; exit 100 ;;
+esac
 missing=
 for e in $need; do
   pkg=${e%%:*}; probe=${e#*:}

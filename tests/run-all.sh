@@ -1,11 +1,12 @@
 #!/bin/sh
-# run-all.sh [unit|shell|lint] [SUITE...]: the test command behind `make
-# test`. Unit tests: every build/unit/* (cmocka). Shell tests: every
+# run-all.sh [unit|shell|lint|node] [SUITE...]: the test command behind
+# `make test` (unit, lint and shell) and `make test-node` (node). Unit tests: every build/unit/* (cmocka). Shell tests: every
 # tests/shell/*.sh (shunit2). Lint: tests/lint-tests over the suites, and
 # its own check on planted samples (tests/lint-tests.check). One test
 # cluster (etcd + kube-apiserver) is started for all shell suites and
 # always stopped at the end, even when a suite fails. Suites that say
-# "# run-all: no cluster" run beside the others.
+# "# run-all: no cluster" run beside the others. Node suites
+# (tests/node/*.sh) get a cluster and a real node (tests/env/node).
 # Each suite's tests are counted passed, failed or skipped, skipped with
 # the reason skip_test (lib.sh) gave. Under CI (CI=true) a test that
 # skips fails, unless it is one of SOAK_ONLY (tests/soak/run runs them).
@@ -104,7 +105,7 @@ report() {
     counts="$counts, exit status $3"
   fi
   if grep -q '^fail' "$2.res" || [ "$3" -ne 0 ]; then cat "$2"; fi
-  echo "shell $1: $counts in $4 s${5:-}"
+  echo "${kind:-shell} $1: $counts in $4 s${5:-}"
 }
 
 # run_suite FILE LOG: runs one suite; its status and seconds in LOG.rc.
@@ -179,6 +180,48 @@ if [ "$what" = all ] || [ "$what" = shell ]; then
       report "$n" "$logs/$n" "$rc" "$secs" " (beside the cluster suites)"
     done
   fi
+fi
+
+# Node suites (tests/node/*.sh, make test-node; never in "all"): a cluster
+# with ServiceAccount admission and a real node (tests/env/node), one after
+# the other. There is one node per machine (the kubelet's port, its cgroups
+# and kernel settings), so a node run waits for another one's end. Where the
+# node's prerequisites fail, the suites run without it and skip, saying why
+# (which fails under CI).
+if [ "$what" = node ]; then
+  kind=node
+  suites=${*:-$(ls tests/node/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
+  exec 9>/tmp/rs-controller-test-node.lock
+  flock -n 9 || { echo "node: waiting for another node run to end"; flock 9; }
+  logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX)
+  export RS_TEST_CLUSTER=$(mktemp -d /tmp/rs-test-cluster.XXXXXX)
+  export RS_TEST_NODE=$(mktemp -d /tmp/rs-test-node.XXXXXX)
+  trap 'tests/env/node down "$RS_TEST_NODE" >/dev/null 2>&1; tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; rm -rf --one-file-system "$RS_TEST_NODE" "$RS_TEST_CLUSTER" "$logs"' EXIT INT TERM
+  if why=$(tests/env/node check 2>&1); then
+    tests/env/cluster up "$RS_TEST_CLUSTER" --owner $$ --service-accounts ||
+      { echo "run-all: fatal: unable to start the test cluster" >&2; exit 111; }
+    _t=$(date +%s)
+    tests/env/node up "$RS_TEST_NODE" --cluster "$RS_TEST_CLUSTER" --owner $$ ||
+      { echo "run-all: fatal: unable to start the test node (logs: $RS_TEST_NODE/*.log)" >&2
+        trap - EXIT; tests/env/node down "$RS_TEST_NODE" >/dev/null 2>&1
+        tests/env/cluster down "$RS_TEST_CLUSTER" >/dev/null 2>&1; exit 111; }
+    echo "node: up in $(( $(date +%s) - _t )) s"
+    export KUBECONFIG="$RS_TEST_CLUSTER/kubeconfig"
+    export K8S_BIN=$(tests/env/build --print-dir)
+    export PATH="$K8S_BIN:$PATH"
+  else
+    export RS_NODE_SKIP="${why#tests/env/node: }"
+    echo "node: $RS_NODE_SKIP: the node suites skip"
+  fi
+  for s in $suites; do
+    case $s in */*) ;; *) s=tests/node/$s ;; esac
+    [ -f "$s" ] || s=$s.sh
+    n=$(basename "$s" .sh)
+    echo "node $n: running..."
+    run_suite "$s" "$logs/$n"
+    read -r rc secs <"$logs/$n.rc"
+    report "$n" "$logs/$n" "$rc" "$secs"
+  done
 fi
 
 [ -n "$soak_skipped" ] && echo "skipped, soak-only (tests/soak/run runs them):$soak_skipped"

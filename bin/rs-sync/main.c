@@ -445,8 +445,14 @@ run_loop(struct sync *s, const struct opts *o)
 			next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
 		}
 		rc = rs_queue_io(q);
-		if (rc != RS_OK)
+		/* the queue closing while we stop too is the end of a clean
+		 * stop (s6 signals every service at once) */
+		if (rc == RS_EEOF && stopping)
+			break;
+		if (rc != RS_OK && rc != RS_EEOF)
 			rs_fatal(111, "lost the connection to rs-queue");
+		/* an EOF after the queue answered SHUTDOWN is its orderly
+		 * end, which serve_keys takes for one; else it is lost */
 		serve_keys(s, q);
 		stats_publish(s, 0);
 		if (eof && rs_queue_flush(q) == RS_OK)

@@ -22,24 +22,8 @@ cluster_info() {
 # write_kc FILE USER-YAML [CLUSTER-EXTRA-YAML]: a kubeconfig for the test
 # server with the given user stanza (indented under "user:").
 write_kc() {
-  cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $SERVER
-    certificate-authority: $CA
-${3:-}
-contexts:
-- name: test
-  context: {cluster: test, user: u}
-users:
-- name: u
-  user:
-$2
-current-context: test
-EOF
+  kubeconfig_write "$1" "$SERVER" "    certificate-authority: $CA
+${3:-}" "$2"
 }
 
 # make_sa NS: a ServiceAccount "bot" that may read pods and configmaps in

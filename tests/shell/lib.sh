@@ -334,3 +334,39 @@ scrape() { curl -s -f "$MURL/metrics" >"$1"; }
 value() { mawk -v s="$2" '$1 == s { print $2; f = 1 } END { if (!f) print "none" }' "$1"; }
 # total FILE PREFIX: the sum of the series starting with PREFIX.
 total() { mawk -v p="$2" 'index($0, p) == 1 { t += $NF } END { print t + 0 }' "$1"; }
+
+# kubeconfig_write FILE SERVER CLUSTER-YAML USER-YAML: a kubeconfig of one
+# cluster, user and context; the YAML stanzas indented under "cluster:"
+# (after its server) and "user:".
+kubeconfig_write() {
+  cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: $2
+$3
+contexts:
+- name: test
+  context: {cluster: test, user: u}
+users:
+- name: u
+  user:
+$4
+current-context: test
+EOF
+}
+
+# sa_kubeconfig FILE NS SA: the test cluster's server and CA (embedded, so
+# that the file stands alone, in a container too) and a token of the
+# ServiceAccount NS/SA, nothing else; mode 0600.
+sa_kubeconfig() {
+  local server token
+  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}') || return 1
+  token=$(kubectl -n "$2" create token "$3" --duration 2h) || return 1
+  [ -n "$token" ] || return 1
+  kubeconfig_write "$1" "$server" \
+    "    certificate-authority-data: $(base64 -w0 "$RS_TEST_CLUSTER/ca.crt")" \
+    "    token: $token" && chmod 0600 "$1"
+}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# rbac.sh: deploy/'s RBAC is enough. The ServiceAccount of deploy/rbac.yaml
+# rbac.sh: deploy/'s RBAC is enough. The ServiceAccount of deploy/base
 # gets a token (kubectl create token), the controller runs with a
 # kubeconfig holding only that token, and the core end-to-end cases pass
 # (create, scale up and down, adoption and release, status with readiness,
@@ -16,9 +16,9 @@ RC_PIDS=
 
 oneTimeSetUp() {
   need_cluster || return
-  kubectl apply -f "$top/deploy/namespace.yaml" -f "$top/deploy/rbac.yaml" >"$TMP/apply.out" 2>&1 ||
+  kubectl apply -k "$top/deploy/base" >"$TMP/apply.out" 2>&1 ||
     { cat "$TMP/apply.out" >&2; return 1; }
-  write_sa_kubeconfig || return 1
+  sa_kubeconfig "$SA_KC" "$NS" "$SA" || return 1
   KUBECONFIG=$SA_KC start_controller --kube-api-qps 100 --kube-api-burst 200
   start_rc_controller
 }
@@ -31,32 +31,6 @@ oneTimeTearDown() {
   rm -rf "$RS_STATE_DIR"
 }
 
-# write_sa_kubeconfig: the API server and CA of the test cluster, and a
-# token of the ServiceAccount, nothing else.
-write_sa_kubeconfig() {
-  local server token
-  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}') || return 1
-  token=$(kubectl -n "$NS" create token "$SA" --duration 2h) || return 1
-  [ -n "$token" ] || return 1
-  cat >"$SA_KC" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: $server
-    certificate-authority: $RS_TEST_CLUSTER/ca.crt
-users:
-- name: $SA
-  user:
-    token: $token
-contexts:
-- name: $SA
-  context: {cluster: test, user: $SA}
-current-context: $SA
-EOF
-  chmod 0600 "$SA_KC"
-}
 
 # start_rc_controller: the ReplicationController manager with the same
 # token, its own state directory and queue; the pipeline run by
@@ -86,19 +60,6 @@ ours_gone() {
 }
 
 can_i() { kubectl auth can-i --as "system:serviceaccount:$NS:$SA" "$@" >/dev/null 2>&1; }
-
-test_manifests_valid() {
-  need_cluster || return
-  out=$(kubectl apply --dry-run=server -f "$top/deploy/namespace.yaml" \
-    -f "$top/deploy/rbac.yaml" -f "$top/deploy/deployment.yaml" 2>&1)
-  assertEquals "the API server takes deploy/*.yaml: $out" 0 $?
-  assertContains "a Deployment" "$out" "deployment.apps/rs-controller"
-  replicas=$(kubectl create --dry-run=client -o json -f "$top/deploy/deployment.yaml" | jq .spec.replicas)
-  assertEquals "two replicas" 2 "$replicas"
-  kubectl create --dry-run=client -o json -f "$top/deploy/deployment.yaml" |
-    jq -e '.spec.template.spec.containers[0].args | index("--leader-elect") != null' >/dev/null
-  assertTrue "with --leader-elect" $?
-}
 
 test_create_three() {
   need_cluster || return

@@ -1,0 +1,51 @@
+# lib.sh of the node suites (tests/node/*.sh): tests/shell/lib.sh, and the
+# test node that `tests/run-all.sh node` starts (tests/env/node): its
+# directory is $RS_TEST_NODE, its settings in $RS_TEST_NODE/env. Without a
+# node, $RS_NODE_SKIP says why, and every test skips with that message.
+. "$(dirname "$0")/../shell/lib.sh"
+NODE_NAME= CTR= STATIC_PODS=
+[ -n "${RS_TEST_NODE:-}" ] && [ -f "$RS_TEST_NODE/env" ] && . "$RS_TEST_NODE/env"
+
+# need_node: skip the test (skip_test, which run-all counts and CI fails)
+# when there is no node.
+need_node() {
+  if [ -z "$NODE_NAME" ] || [ -z "${KUBECONFIG:-}" ]; then
+    skip_test "${RS_NODE_SKIP:-no test node (run: tests/run-all.sh node)}"
+    return 1
+  fi
+  return 0
+}
+
+# node_ns NAME: a fresh namespace whose "default" service account exists
+# (pods are refused until the serviceaccount controller has made it).
+node_ns() {
+  _ns=$(new_ns "$1") || return 1
+  wait_for 30 kubectl -n "$_ns" get serviceaccount default || return 1
+  echo "$_ns"
+}
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# running_uids NS SELECTOR: uid of each pod of SELECTOR that is Running and
+# not being deleted, one a line.
+running_uids() {
+  kubectl -n "$1" get pods -l "$2" -o json |
+    jq -r '.items[] | select(.metadata.deletionTimestamp == null and .status.phase == "Running") | .metadata.uid'
+}
+
+# ready_uids NS SELECTOR: the same for pods whose Ready condition is True.
+ready_uids() {
+  kubectl -n "$1" get pods -l "$2" -o json |
+    jq -r '.items[] | select(.metadata.deletionTimestamp == null) |
+      select(any(.status.conditions[]?; .type == "Ready" and .status == "True")) | .metadata.uid'
+}
+
+# one_new_running NS SELECTOR OLDUID: exactly one pod Running, not OLDUID.
+one_new_running() {
+  _u=$(running_uids "$1" "$2")
+  [ "$(echo "$_u" | grep -c .)" -eq 1 ] && [ "$_u" != "$3" ]
+}
+
+# node_tasks: the number of containers (pods' and sandboxes') running on the
+# node's containerd.
+node_tasks() { $CTR tasks ls -q 2>/dev/null | grep -c .; }
