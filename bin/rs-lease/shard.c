@@ -25,7 +25,7 @@
 #include "log.h"
 #include "run.h"
 #include "shardmode.h"
-#include "shardsel_tmp.h"
+#include "shard.h"
 
 #define MAX_WAIT_NS 1000000000LL
 #define JITTER 0.2     /* of the retry period: see round_next */

@@ -11,8 +11,9 @@
 #include "elect.h"
 #include "kube.h"
 #include "lease.h"
+#include "shard.h"
 
-#define SHARD_MAX 256
+#define SHARD_MAX RS_SHARD_BUCKETS_MAX
 #define SHARD_WORDS (SHARD_MAX / 64)
 #define SHARD_LABEL "rs-controller.io/shard-group"
 #define STALE_DURATIONS 10   /* a member Lease unchanged this many lease

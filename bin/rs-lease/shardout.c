@@ -13,7 +13,7 @@
 
 #include "log.h"
 #include "shardmode.h"
-#include "shardsel_tmp.h"
+#include "shard.h"
 
 /* Every slot 0 at the start: whatever an earlier run left may not be
  * trusted (its clock was the same, its Leases are not ours any more). */
@@ -82,7 +82,12 @@ file_text(const uint64_t *held, unsigned nb, unsigned long gen)
 	unsigned i;
 	int first = 1;
 
-	if (rs_shard_selector(held, nb, &sel) != RS_OK)
+	/* No bucket has no selector: prog is not started then. */
+	if (set_count(held) == 0)
+		sel = strdup("");
+	else if (rs_shard_selector(held, nb, &sel) != RS_OK)
+		return NULL;
+	if (sel == NULL)
 		return NULL;
 	cap = strlen(sel) + (size_t)nb * 5 + 128;
 	if ((t = malloc(cap)) == NULL) {

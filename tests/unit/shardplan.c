@@ -15,7 +15,6 @@
 
 #include "../../bin/rs-lease/plan.c"
 #include "../../bin/rs-lease/shardout.c"
-#include "../../bin/rs-lease/shardsel_tmp.c"
 
 static void
 test_share(void **state)
