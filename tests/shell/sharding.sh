@@ -1,0 +1,253 @@
+#!/bin/bash
+# Sharding (doc/sharding.md, issue 32) against the real test apiserver.
+# rs-lease --shards alone, with a prog that records the shard file it was
+# started with: B buckets split disjointly and fairly between copies; kill
+# -9 of a copy moves its buckets to the others no sooner than the lease
+# duration and soon after; a copy that joins gets its share, the others
+# giving theirs up; a copy with no bucket keeps no prog but stays; TERM
+# releases at once; a stale member Lease is deleted; --list; the flags.
+# Then the controller itself: SHARD_INSTANCES (3) copies of rs-queue +
+# rs-pipeline, each with its own state directory, over SHARD_NS (60)
+# namespaces of SHARD_RS_PER_NS (5) ReplicaSets: exact counts and no pod
+# created twice (a separate recorder watches the pods), across a kill -9,
+# a copy joining during a scale-up, and a copy cut off from the API server
+# (no write sent after its fence's deadline). Short timings throughout:
+# lease 4 s, renew deadline 3 s, retry 1 s.
+. "$(dirname "$0")/lib.sh"
+
+SHARD_INSTANCES=${SHARD_INSTANCES:-3}
+SHARD_NS=${SHARD_NS:-60}
+SHARD_RS_PER_NS=${SHARD_RS_PER_NS:-5}
+SHARD_B=${SHARD_B:-32}
+LEASE_DUR=4 RENEW=3
+TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadline ${RENEW}s --leader-elect-retry-period 1s --kill-after 1s"
+GROUP=grp
+LEASE_PIDS=
+
+now_ms() { date +%s%3N; }
+kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
+alive() {
+  _st=$(ps -o stat= -p "$1" 2>/dev/null)
+  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
+}
+dead() { ! alive "$1"; }
+
+# sprog.sh DIR: appends the shard file it was started with to DIR.starts,
+# its pid to DIR.pid, then sleeps.
+printf '#!/bin/sh\ncat "$RS_SHARD_FILE" >>"$1.starts"\necho $$ >"$1.pid.tmp" && mv "$1.pid.tmp" "$1.pid"\nexec sleep 600\n' >"$TMP/sprog.sh"
+
+# shard_bg ID NS B [FLAGS...]: rs-lease --shards B as ID in the background
+# over sprog.sh; files $TMP/ID.{json,fence,log,starts,pid}; pid in LEASE_PID.
+shard_bg() {
+  _id=$1 _ns=$2 _b=$3; shift 3
+  # shellcheck disable=SC2086
+  rs-lease -v 1 --lease-namespace "$_ns" --identity "$_id" --shards "$_b" \
+    --shard-file "$TMP/$_id.json" --fence "$TMP/$_id.fence" $TIMING "$@" \
+    "$GROUP" sh "$TMP/sprog.sh" "$TMP/$_id" 2>"$TMP/$_id.log" &
+  LEASE_PID=$!
+  LEASE_PIDS="$LEASE_PIDS $LEASE_PID"
+}
+
+# held ID: the buckets in ID's shard file, one line.
+held() { jq -r '.held | map(tostring) | join(" ")' "$TMP/$1.json" 2>/dev/null; }
+nheld() { jq -r '.held | length' "$TMP/$1.json" 2>/dev/null || echo 0; }
+nheld_is() { [ "$(nheld "$1")" = "$2" ]; }
+# lease_holders NS: "BUCKET HOLDER" a bucket Lease of the group.
+lease_holders() {
+  kubectl -n "$1" get leases -l "rs-controller.io/shard-group=$GROUP" -o json |
+    jq -r '.items[] | select(.metadata.name | test("-b-")) |
+      "\(.metadata.name | sub(".*-b-"; "") | tonumber) \(.spec.holderIdentity // "")"'
+}
+leases_held_by() { lease_holders "$1" | awk -v h="$2" '$2 == h { n++ } END { print n + 0 }'; }
+# fence_nonzero ID: the slots of ID's fence that are not 0, one line.
+fence_nonzero() {
+  od -An -v -td8 -w8 "$TMP/$1.fence" | awk '$1 != 0 { printf "%s%d", s, NR - 1; s = " " }'
+}
+# split_ok B ID...: every bucket in exactly one shard file.
+split_ok() {
+  _b=$1; shift
+  for _i in "$@"; do held "$_i"; echo; done | tr ' ' '\n' | sed '/^$/d' | sort -n >"$TMP/split"
+  [ "$(wc -l <"$TMP/split")" -eq "$_b" ] && [ "$(sort -u -n "$TMP/split" | wc -l)" -eq "$_b" ] &&
+    [ "$(head -1 "$TMP/split")" = 0 ] && [ "$(tail -1 "$TMP/split")" = $((_b - 1)) ]
+}
+all_have() {  # all_have N ID...: each shard file holds N buckets
+  _n=$1; shift
+  for _i in "$@"; do nheld_is "$_i" "$_n" || return 1; done
+}
+starts() { grep -c '"generation"' "$TMP/$1.starts" 2>/dev/null || echo 0; }
+
+tearDown() {
+  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
+  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
+  LEASE_PIDS=
+  for f in "$TMP"/*.pid; do
+    [ -f "$f" ] || continue
+    _p=$(cat "$f")
+    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
+    rm -f "$f"
+  done
+  rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
+  rs_cleanup
+}
+
+oneTimeTearDown() {
+  stop_instances
+  rs_cleanup
+  if [ "${RS_KEEP_LOGS:-}" ] && [ -d "$TMP" ]; then cp -r "$TMP" "$RS_KEEP_LOGS"; fi
+  rm -rf "$RS_STATE_DIR"
+}
+
+test_usage() {
+  need_cluster || return
+  rs-lease --shards 0 g true >/dev/null 2>&1; assertEquals "0 buckets" 100 $?
+  rs-lease --shards 257 g true >/dev/null 2>&1; assertEquals "257 buckets" 100 $?
+  rs-lease --fence /tmp/x g true >/dev/null 2>&1; assertEquals "--fence without --shards" 100 $?
+  rs-lease --shard-file /tmp/x g true >/dev/null 2>&1; assertEquals "--shard-file without --shards" 100 $?
+  rs-lease --shards 4 "$(printf 'g%.0s' $(seq 1 64))" true >/dev/null 2>&1
+  assertEquals "a group name over 63 bytes" 100 $?
+  rs-lease --shards 4 --fence /tmp/x --leader-elect-lease-duration 4s \
+    --leader-elect-renew-deadline 3800ms --leader-elect-retry-period 1s g true >/dev/null 2>&1
+  assertEquals "a fence with no margin" 100 $?
+  rs-lease --shards 4 --leader-elect-lease-duration 3s \
+    --leader-elect-renew-deadline 3s g true >/dev/null 2>&1
+  assertEquals "the leader election's own check" 100 $?
+  rs-lease --list g true >/dev/null 2>&1; assertEquals "--list runs no prog" 100 $?
+  out=$(rs-lease --help); assertEquals "--help exits 0" 0 $?
+  assertContains "help names --shards" "$out" "--shards B"
+}
+
+# Three copies: the buckets split disjointly, 11/11/10 of 32 at most, the
+# Leases agree with the shard files, each fence has exactly its buckets.
+test_split_and_files() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  assertTrue "disjoint, all 12" "split_ok 12 a b c"
+  sleep 2
+  for id in a b c; do
+    assertEquals "$id's Leases" 4 "$(leases_held_by "$ns" $id)"
+    assertEquals "$id's fence has its buckets" "$(held $id)" "$(fence_nonzero $id)"
+    assertTrue "$id's prog runs" "alive $(cat "$TMP/$id.pid")"
+    assertEquals "$id's shard file is 0600" 600 "$(stat -c %a "$TMP/$id.json")"
+    assertEquals "$id's fence is 0600" 600 "$(stat -c %a "$TMP/$id.fence")"
+    assertEquals "$id's fence: 12 slots" 96 "$(stat -c %s "$TMP/$id.fence")"
+  done
+  # The selector in the file is the held set's, as libcommon/shard makes it.
+  sel=$(jq -r .selector "$TMP/a.json")
+  assertContains "a's selector" "$sel" "shardRange(object.metadata.namespace, '0x"
+  assertEquals "3 members" 3 "$(kubectl -n "$ns" get leases -l rs-controller.io/shard-group=$GROUP \
+    -o name | grep -c -- "-m-")"
+  out=$(rs-lease --lease-namespace "$ns" --list "$GROUP")
+  assertEquals "--list: 12 buckets" 12 "$(echo "$out" | grep -c '^bucket ')"
+  assertEquals "--list: 3 live members" 3 "$(echo "$out" | grep -c '^member .* live ')"
+  assertEquals "--list: a holds 4" 4 "$(echo "$out" | grep -c '^bucket [0-9]* a live ')"
+}
+
+# kill -9 of a copy: its prog dies with it (the guard), the others take its
+# buckets once its Leases expired, not before, and restart their prog.
+test_kill9_moves_buckets() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; eval "p_$id=\$LEASE_PID"; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  sleep 2
+  sb=$(starts b)
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill9 "$p_a"
+  assertTrue "a's prog dies with it" "wait_for 5 dead $aprog"
+  assertTrue "b and c take a's buckets" "wait_for 30 all_have 6 b c"
+  dt=$(( $(now_ms) - t0 ))
+  echo "buckets moved $dt ms after kill -9"
+  assertTrue "disjoint, all 12" "split_ok 12 b c"
+  # a renewed at most a retry period (plus a fifth) before the kill.
+  assertTrue "not before the lease duration less a round ($dt ms)" "[ $dt -ge $(( LEASE_DUR * 1000 - 1200 )) ]"
+  assertTrue "within the lease duration and a few rounds ($dt ms)" "[ $dt -lt $(( LEASE_DUR * 1000 + 5000 )) ]"
+  assertTrue "b's prog restarted with its new set" "[ $(starts b) -gt $sb ]"
+  assertEquals "b's fence has its buckets" "$(held b)" "$(fence_nonzero b)"
+}
+
+# A fourth copy joins: ceil(12/4) = 3 each; the others give up their
+# surplus (after stopping prog) and the newcomer takes it.
+test_join_rebalances() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  shard_bg d "$ns" 12
+  assertTrue "3 each" "wait_for 30 all_have 3 a b c d"
+  assertTrue "disjoint, all 12" "split_ok 12 a b c d"
+  for id in a b c; do
+    assertContains "$id gave one up" "$(cat "$TMP/$id.log")" "released bucket"
+  done
+  sleep 3
+  for id in a b c d; do
+    assertEquals "$id's Leases" 3 "$(leases_held_by "$ns" $id)"
+    assertEquals "$id's fence has its buckets" "$(held $id)" "$(fence_nonzero $id)"
+  done
+}
+
+# More copies than buckets: the one left with none runs no prog but stays,
+# and takes a bucket when a holder goes (TERM: released at once).
+test_no_bucket_no_prog() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  shard_bg a "$ns" 2; pa=$LEASE_PID
+  assertTrue "a holds both" "wait_for 20 all_have 2 a"
+  shard_bg b "$ns" 2
+  assertTrue "1 each" "wait_for 20 all_have 1 a b"
+  shard_bg c "$ns" 2; pc=$LEASE_PID
+  sleep 6
+  assertTrue "c is alive" "alive $pc"
+  assertFalse "c runs no prog" "test -e $TMP/c.pid"
+  assertTrue "c's member counts: a and b still hold 1 each" "all_have 1 a b"
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill -TERM "$pa"
+  wait "$pa"; rc=$?
+  assertEquals "TERM: exit 0" 0 "$rc"
+  assertTrue "a's prog stopped" "dead $aprog"
+  assertContains "a released its bucket" "$(cat "$TMP/a.log")" "released lease $ns/$GROUP-b-"
+  assertTrue "c takes it" "wait_for 15 test -s $TMP/c.pid"
+  dt=$(( $(now_ms) - t0 ))
+  assertTrue "released: taken before the lease would expire ($dt ms)" "[ $dt -lt $(( LEASE_DUR * 1000 )) ]"
+  assertTrue "1 each" "all_have 1 b c"
+}
+
+# A member Lease nobody renews is deleted after ten of its durations.
+test_stale_member_deleted() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: $GROUP-m-00000000deadbeef
+  labels: {rs-controller.io/shard-group: $GROUP}
+spec: {holderIdentity: ghost, leaseDurationSeconds: 1}
+YAML
+  shard_bg a "$ns" 4
+  assertTrue "a holds all 4 (the ghost expired)" "wait_for 20 all_have 4 a"
+  assertTrue "the ghost's Lease is deleted" \
+    "wait_for 30 sh -c '! kubectl -n $ns get lease $GROUP-m-00000000deadbeef'"
+  assertContains "a says so" "$(cat "$TMP/a.log")" "deleting the stale member lease"
+  assertTrue "a's own member Lease stays" \
+    "kubectl -n $ns get leases -l rs-controller.io/shard-group=$GROUP -o name | grep -q -- -m-"
+}
+
+# --- the controller, sharded ------------------------------------------------
+
+INSTANCES=
+stop_instances() {
+  for i in $INSTANCES; do
+    [ -f "$TMP/$i/lease.pid" ] && kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null
+  done
+  for i in $INSTANCES; do
+    [ -f "$TMP/$i/lease.pid" ] && wait_for 20 dead "$(cat "$TMP/$i/lease.pid")"
+    [ -f "$TMP/$i/queue.pid" ] && kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  done
+  INSTANCES=
+}
+
+. "$SHUNIT2"
