@@ -10,6 +10,7 @@
 
 #include "elect.h"
 #include "kube.h"
+#include "fence.h"
 #include "lease.h"
 #include "shard.h"
 
@@ -62,8 +63,7 @@ int plan_name(const char *group, const char *name, unsigned *idx);
 
 /* shardout.c: what prog reads. */
 struct shard_out {
-	int fd;                   /* the fence file, or -1 */
-	volatile int64_t *slots;  /* mapped, nbuckets of them */
+	struct rs_fence *fence;   /* or NULL */
 	unsigned nbuckets;
 	const char *path;         /* the shard file, or NULL */
 };

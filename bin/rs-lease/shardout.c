@@ -7,54 +7,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fence.h"
 #include "log.h"
 #include "shardmode.h"
 #include "shard.h"
 
-/* Every slot 0 at the start: whatever an earlier run left may not be
- * trusted (its clock was the same, its Leases are not ours any more). */
-static rs_code
-fence_open(struct shard_out *o, const char *path)
-{
-	size_t len = (size_t)o->nbuckets * sizeof(int64_t);
-	void *p;
-
-	o->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (o->fd < 0 || fchmod(o->fd, 0600) != 0 ||
-	    ftruncate(o->fd, 0) != 0 || ftruncate(o->fd, (off_t)len) != 0) {
-		rs_error("unable to create the fence file %s: %s", path,
-		    strerror(errno));
-		return RS_EIO;
-	}
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, o->fd, 0);
-	if (p == MAP_FAILED) {
-		rs_error("unable to map the fence file %s: %s", path,
-		    strerror(errno));
-		return RS_EIO;
-	}
-	o->slots = p;
-	return RS_OK;
-}
-
+/* Every slot 0 at the start (rs_fence_create): whatever an earlier run
+ * left may not be trusted, its Leases are not ours any more. */
 rs_code
 shard_out_open(struct shard_out *o, const struct shard_opts *so)
 {
+	rs_code rc;
+
 	memset(o, 0, sizeof *o);
-	o->fd = -1;
 	o->nbuckets = so->nbuckets;
 	o->path = so->shard_file;
-	return so->fence ? fence_open(o, so->fence) : RS_OK;
+	if (so->fence == NULL)
+		return RS_OK;
+	if ((rc = rs_fence_create(so->fence, so->nbuckets, &o->fence)) != RS_OK)
+		rs_error("unable to create the fence file %s: %s", so->fence,
+		    rs_strerror(rc));
+	return rc;
 }
 
 void
 shard_out_fence(struct shard_out *o, unsigned i, int64_t until)
 {
-	if (o->slots != NULL && i < o->nbuckets)
-		__atomic_store_n(&o->slots[i], until, __ATOMIC_RELEASE);
+	if (o->fence != NULL && i < o->nbuckets)
+		rs_fence_set(o->fence, i, until);
 }
 
 static rs_code

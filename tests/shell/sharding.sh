@@ -61,7 +61,7 @@ lease_holders() {
 leases_held_by() { lease_holders "$1" | awk -v h="$2" '$2 == h { n++ } END { print n + 0 }'; }
 # fence_nonzero ID: the slots of ID's fence that are not 0, one line.
 fence_nonzero() {
-  od -An -v -td8 -w8 "$TMP/$1.fence" | awk '$1 != 0 { printf "%s%d", s, NR - 1; s = " " }'
+  od -An -v -j 64 -td8 -w8 "$TMP/$1.fence" | awk '$1 != 0 { printf "%s%d", s, NR - 1; s = " " }'
 }
 # split_ok B ID...: every bucket in exactly one shard file.
 split_ok() {
@@ -131,7 +131,7 @@ test_split_and_files() {
     assertTrue "$id's prog runs" "alive $(cat "$TMP/$id.pid")"
     assertEquals "$id's shard file is 0600" 600 "$(stat -c %a "$TMP/$id.json")"
     assertEquals "$id's fence is 0600" 600 "$(stat -c %a "$TMP/$id.fence")"
-    assertEquals "$id's fence: 12 slots" 96 "$(stat -c %s "$TMP/$id.fence")"
+    assertEquals "$id's fence: a header and 12 slots" 160 "$(stat -c %s "$TMP/$id.fence")"
   done
   # The selector in the file is the held set's, as libcommon/shard makes it.
   sel=$(jq -r .selector "$TMP/a.json")

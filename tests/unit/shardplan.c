@@ -122,13 +122,13 @@ test_files(void **state)
 	so.shard_file = sf;
 	so.fence = ff;
 	assert_int_equal(shard_out_open(&o, &so), RS_OK);
-	assert_int_equal(o.slots[0], 0);
-	assert_int_equal(o.slots[3], 0);
+	assert_int_equal(rs_fence_get(o.fence, 0), 0);
+	assert_int_equal(rs_fence_get(o.fence, 3), 0);
 	assert_int_equal(stat(ff, &st), 0);
-	assert_int_equal(st.st_size, 32);
+	assert_int_equal(st.st_size, RS_FENCE_HEADER + 32);
 	assert_int_equal(st.st_mode & 0777, 0600);
 	shard_out_fence(&o, 2, 12345);
-	assert_int_equal(o.slots[2], 12345);
+	assert_int_equal(rs_fence_get(o.fence, 2), 12345);
 	set_put(held, 0, 1);
 	set_put(held, 1, 1);
 	set_put(held, 3, 1);
@@ -144,6 +144,7 @@ test_files(void **state)
 	assert_int_equal(shard_out_file(&o, held, 8), RS_OK);
 	assert_string_equal(slurp(sf), "{\"shards\":4,\"held\":[],"
 	    "\"selector\":\"\",\"generation\":8}\n");
+	rs_fence_close(o.fence);
 	unlink(sf);
 	unlink(ff);
 	rmdir(dir);
