@@ -87,7 +87,11 @@ tearDown() {
     rm -f "$f"
   done
   rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
+  stop_instances
   rs_cleanup
+  # what a later suite's controller would otherwise list
+  [ -n "$RUN" ] && kubectl delete rs,pods -A -l "run=$RUN" --wait=false >/dev/null 2>&1
+  RUN=
 }
 
 oneTimeTearDown() {
@@ -239,15 +243,123 @@ YAML
 # --- the controller, sharded ------------------------------------------------
 
 INSTANCES=
-stop_instances() {
-  for i in $INSTANCES; do
-    [ -f "$TMP/$i/lease.pid" ] && kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null
+RUN=
+FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
+[ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
+APPLY_FLAGS=${SHARD_APPLY_FLAGS:--v 4 --kube-api-qps 50 --kube-api-burst 50}
+
+# descendants PID: every process under PID, deepest last.
+descendants() {
+  for _c in $(ps -o pid= --ppid "$1"); do echo "$_c"; descendants "$_c"; done
+}
+
+# start_instance ID [KUBECONFIG]: an instance as a pod of its own would be:
+# rs-queue and service/rs-pipeline with RS_SHARDS (so rs-lease --shards
+# over rs-watch | rs-sync | rs-apply), state in $TMP/ID/state, every log
+# in $TMP/ID/pipeline.log.
+start_instance() {
+  _d=$TMP/$1
+  mkdir -p "$_d/state"; chmod 0700 "$_d/state"
+  RS_STATE_DIR=$_d/state rs-queue serve --socket "$_d/state/queue.sock" 2>"$_d/queue.log" &
+  echo $! >"$_d/queue.pid"
+  wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
+  KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
+  RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
+  RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
+    "$top/service/rs-pipeline" 2>"$_d/pipeline.log" &
+  echo $! >"$_d/lease.pid"
+  INSTANCES="$INSTANCES $1"
+}
+
+# kill_instance ID: kill -9 of its rs-lease, everything under it and its
+# rs-queue, all at once, as when its pod's node dies.
+kill_instance() {
+  _l=$(cat "$TMP/$1/lease.pid")
+  _all="$_l $(descendants "$_l") $(cat "$TMP/$1/queue.pid")"
+  disown "$_l" 2>/dev/null; disown "$(cat "$TMP/$1/queue.pid")" 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -KILL $_all 2>/dev/null
+  INSTANCES=$(echo " $INSTANCES " | sed "s/ $1 / /")
+}
+
+# make_load N R: N namespaces of R ReplicaSets with 2 replicas each, their
+# pods labelled run=$RUN; the namespaces in NSES.
+make_load() {
+  RUN=r$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  NSES=$(seq 1 "$1" | sed "s/^/$RUN-/")
+  for n in $NSES; do
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n' "$n"
+  done | kubectl apply -f - >/dev/null || return 1
+  for n in $NSES; do
+    for j in $(seq 1 "$2"); do
+      printf 'apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs-%s, namespace: %s, labels: {run: %s}}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: rs-%s}}\n  template:\n    metadata: {labels: {app: rs-%s, run: %s}}\n    spec: {containers: [{name: c, image: registry.k8s.io/pause:3.10}]}\n---\n' \
+        "$j" "$n" "$RUN" "$j" "$j" "$RUN"
+    done
+  done | kubectl apply -f - >/dev/null
+}
+
+# scale_all N: every ReplicaSet of the load to N replicas.
+scale_all() {
+  for n in $NSES; do kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & done
+  wait
+}
+
+# exact N: every ReplicaSet of the load has exactly N live pods, and no
+# pod of another RS-less group exists.
+exact() {
+  kubectl get pods -A -l "run=$RUN" -o json | jq -e --argjson n "$1" --argjson total "$2" '
+    [.items[] | select(.metadata.deletionTimestamp == null)] |
+    (length == $total) and
+    (group_by(.metadata.namespace + "/" + .metadata.labels.app) |
+      (length * $n == $total) and all(length == $n))' >/dev/null
+}
+
+# created: distinct pods of the load the recorder saw added; deleted: the
+# deletions it saw.
+created() {
+  jq -r --arg run "$RUN" 'select(.type == "ADDED" and .object.metadata.labels.run == $run) |
+    .object.metadata.uid' "$TMP/pods.ndjson" | sort -u | wc -l
+}
+deleted() {
+  jq -r --arg run "$RUN" 'select(.type == "DELETED" and .object.metadata.labels.run == $run) |
+    .object.metadata.uid' "$TMP/pods.ndjson" | sort -u | wc -l
+}
+# creators NS...: per namespace, how many instances logged a pod created
+# in it (rs-apply -v 4 "created pod NS/NAME").
+multi_creator_ns() {
+  for i in $ALL_INSTANCES; do
+    sed -n 's/.*rs-apply\] .*: created pod \([^/]*\)\/.*/\1/p' "$TMP/$i/pipeline.log" |
+      sort -u | sed "s/$/ $i/"
+  done | awk '{ n[$1]++ } END { for (k in n) if (n[k] > 1) print k }'
+}
+
+start_recorder() {
+  rs_bg rs-watch --backoff-initial 100ms --backoff-max 500ms pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+}
+
+# Three instances over the load: every ReplicaSet exact, each pod created
+# once, by one instance for each namespace, each instance owning a part.
+test_controller_sharded() {
+  need_cluster || return
+  LNS=$(new_ns shard)
+  start_recorder
+  ALL_INSTANCES=
+  for i in $(seq 1 "$SHARD_INSTANCES"); do
+    start_instance "i$i" || { fail "instance i$i"; return; }
+    ALL_INSTANCES="$ALL_INSTANCES i$i"
   done
-  for i in $INSTANCES; do
-    [ -f "$TMP/$i/lease.pid" ] && wait_for 20 dead "$(cat "$TMP/$i/lease.pid")"
-    [ -f "$TMP/$i/queue.pid" ] && kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  total=$(( SHARD_NS * SHARD_RS_PER_NS * 2 ))
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
+  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + total / 10 )) exact 2 $total"
+  sleep 3
+  assertTrue "still exact" "exact 2 $total"
+  assertEquals "each pod created once" "$total" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $(for i in $ALL_INSTANCES; do echo $i/state/shards; done)"
+  for i in $ALL_INSTANCES; do
+    assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod $RUN-"
   done
-  INSTANCES=
+  assertEquals "no namespace with pods created by two instances" "" "$(multi_creator_ns)"
 }
 
 . "$SHUNIT2"
