@@ -244,6 +244,17 @@ YAML
 
 INSTANCES=
 RUN=
+# stop_instances: TERM to each instance's rs-lease (which stops its
+# pipeline and releases), then to its rs-queue.
+stop_instances() {
+  for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
+  for i in $INSTANCES; do
+    wait_for 20 dead "$(cat "$TMP/$i/lease.pid")" ||
+      kill -KILL "$(cat "$TMP/$i/lease.pid")" $(descendants "$(cat "$TMP/$i/lease.pid")") 2>/dev/null
+    kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  done
+  INSTANCES=
+}
 FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
 [ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
 APPLY_FLAGS=${SHARD_APPLY_FLAGS:--v 4 --kube-api-qps 50 --kube-api-burst 50}
@@ -266,7 +277,7 @@ start_instance() {
   KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
   RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
   RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
-    "$top/service/rs-pipeline" 2>"$_d/pipeline.log" &
+    "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
   echo $! >"$_d/lease.pid"
   INSTANCES="$INSTANCES $1"
 }
@@ -286,7 +297,10 @@ kill_instance() {
 # pods labelled run=$RUN; the namespaces in NSES.
 make_load() {
   RUN=r$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
-  NSES=$(seq 1 "$1" | sed "s/^/$RUN-/")
+  # The number first: FNV-1a mixes a name's first bytes into the high
+  # bits the buckets go by, its last ones hardly (ns-1 .. ns-9 would all
+  # fall into one bucket).
+  NSES=$(seq -w 1 "$1" | sed "s/$/-$RUN/")
   for n in $NSES; do
     printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n' "$n"
   done | kubectl apply -f - >/dev/null || return 1
@@ -355,11 +369,71 @@ test_controller_sharded() {
   assertTrue "still exact" "exact 2 $total"
   assertEquals "each pod created once" "$total" "$(created)"
   assertEquals "none deleted" 0 "$(deleted)"
-  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $(for i in $ALL_INSTANCES; do echo $i/state/shards; done)"
+  files=$(for i in $ALL_INSTANCES; do printf '%s ' "$i/state/shards"; done)
+  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $files"
   for i in $ALL_INSTANCES; do
-    assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod $RUN-"
+    assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod "
   done
   assertEquals "no namespace with pods created by two instances" "" "$(multi_creator_ns)"
+}
+
+# start_all N: recorder, N instances, the load at 2 replicas converged.
+start_all() {
+  LNS=$(new_ns shard)
+  start_recorder
+  ALL_INSTANCES=
+  for i in $(seq 1 "$1"); do
+    start_instance "i$i" || return 1
+    ALL_INSTANCES="$ALL_INSTANCES i$i"
+  done
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  wait_for $(( 60 + NRS / 5 )) exact 2 $(( NRS * 2 ))
+}
+all_files_cover() {  # all_files_cover ID...: their shard files split all buckets
+  split_ok "$SHARD_B" $(for i in "$@"; do printf '%s ' "$i/state/shards"; done)
+}
+
+# kill -9 of an instance in the middle of a scale-up (rs-apply slowed to
+# make it last): its buckets move to the others, which finish the work:
+# exact counts, no pod created twice, none deleted.
+test_controller_kill9() {
+  need_cluster || return
+  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  scale_all 4
+  sleep 2
+  assertContains "i1 is creating" "$(cat "$TMP/i1/pipeline.log")" "too few replicas"
+  t0=$(now_ms)
+  kill_instance i1
+  assertTrue "i2 and i3 own every bucket" "wait_for 30 all_files_cover i2 i3"
+  echo "buckets of the killed instance moved in $(( $(now_ms) - t0 )) ms"
+  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  sleep 3
+  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
+  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  assertNotNull "namespaces i1 began and another finished" "$(multi_creator_ns)"
+}
+
+# A fourth instance joins while a scale-up is in flight: 8 buckets each,
+# the others giving theirs up after stopping their pipeline; no pod
+# created twice.
+test_controller_join() {
+  need_cluster || return
+  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  scale_all 4
+  start_instance i4
+  ALL_INSTANCES="$ALL_INSTANCES i4"
+  assertTrue "four instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3 i4"
+  assertTrue "8 each" "wait_for 10 all_have 8 i1/state/shards i2/state/shards i3/state/shards i4/state/shards"
+  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  sleep 3
+  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
+  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  assertContains "i4 created pods" "$(cat "$TMP/i4/pipeline.log")" "created pod "
 }
 
 . "$SHUNIT2"
