@@ -154,20 +154,39 @@ tearDown() {
 }
 SHARED_KUBECONFIG=${KUBECONFIG:-}
 
+# watch_both PREFIX: the objects, then rs-watch over them by a streaming
+# list ($OUT.s) and by pages ($OUT.p): each prints exactly the shard's.
+watch_both() {
+  objects "$1" || { fail "unable to make the objects"; return 1; }
+  check_split "$1"
+  rs_bg rs-watch -v 1 --shard-selector "$SEL" pods replicasets >"$OUT.s" 2>"$OUT.s.log"
+  rs_bg rs-watch -v 1 --list pages --shard-selector "$SEL" pods replicasets >"$OUT.p" 2>"$OUT.p.log"
+  assertTrue "SYNCED (stream)" "wait_for 30 synced_n $OUT.s 2"
+  assertTrue "SYNCED (pages)" "wait_for 30 synced_n $OUT.p 2"
+  watch_check "$1" "$OUT.s"
+  watch_check "$1" "$OUT.p"
+  assertTrue "a streaming list" "grep -q 'listed [0-9]* pods (.*) in 1 stream' $OUT.s.log"
+}
+
+# watch_events PREFIX: a pod made out of the shard, then one in it: the
+# second printed means the first was filtered (events come in order).
+watch_events() {
+  in=$(sed 's|.* ||; s|/.*||' "$TMP/$1.want" | head -1)
+  out=$(sed 's|.* ||; s|/.*||' "$TMP/$1.out" | head -1)
+  pod "$out" later-out
+  pod "$in" later-in
+  assertTrue "a watched pod in the shard" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.s"
+  assertTrue "a watched pod in the shard (pages)" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.p"
+  assertEquals "no watched pod out of the shard" 0 "$(cat "$OUT.s" "$OUT.p" | grep -c '"name":"later-out"')"
+}
+
 # The gate on: the server filters, by a streaming list (the default) and
 # by pages; nothing is dropped here, and it is said once.
 test_watch_server_filters() {
   need_cluster || return
   grep -q 'feature-gates=.*ShardedListAndWatch=true' "$RS_TEST_CLUSTER/apiserver.log" ||
     { fail "the test cluster runs without ShardedListAndWatch"; return; }
-  objects on || { fail "unable to make the objects"; return; }
-  check_split on
-  rs_bg rs-watch -v 1 --shard-selector "$SEL" pods replicasets >"$OUT.s" 2>"$OUT.s.log"
-  rs_bg rs-watch -v 1 --list pages --shard-selector "$SEL" pods replicasets >"$OUT.p" 2>"$OUT.p.log"
-  assertTrue "SYNCED (stream)" "wait_for 30 synced_n $OUT.s 2"
-  assertTrue "SYNCED (pages)" "wait_for 30 synced_n $OUT.p 2"
-  watch_check on "$OUT.s"
-  watch_check on "$OUT.p"
+  watch_both on || return
   for m in s p; do
     assertEquals "said once: the server filters ($m)" 1 \
       "$(grep -c 'the server filters by the shard selector' "$OUT.$m.log")"
@@ -175,16 +194,7 @@ test_watch_server_filters() {
     assertEquals "nothing came to drop ($m)" 2 \
       "$(grep -c 'listed [0-9]* [a-z]* (0 out of the shard dropped)' "$OUT.$m.log")"
   done
-  assertTrue "a streaming list" "grep -q 'listed [0-9]* pods (.*) in 1 stream' $OUT.s.log"
-  # watch events: out of the shard first, in the shard after; the second
-  # printed means the first was filtered (events come in order)
-  in=$(sed 's|.* ||; s|/.*||' "$TMP/on.want" | head -1)
-  out=$(sed 's|.* ||; s|/.*||' "$TMP/on.out" | head -1)
-  pod "$out" later-out
-  pod "$in" later-in
-  assertTrue "a watched pod in the shard" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.s"
-  assertTrue "a watched pod in the shard (pages)" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.p"
-  assertEquals "no watched pod out of the shard" 0 "$(cat "$OUT.s" "$OUT.p" | grep -c '"name":"later-out"')"
+  watch_events on
 }
 
 # The gate off: the server sends everything and ignores the selector;
@@ -194,14 +204,7 @@ test_watch_client_filters() {
   off_cluster || return
   grep -q 'ShardedListAndWatch' "$OFF/apiserver.log" &&
     { fail "the cluster without the gate has it"; return; }
-  objects off || { fail "unable to make the objects"; return; }
-  check_split off
-  rs_bg rs-watch -v 1 --shard-selector "$SEL" pods replicasets >"$OUT.s" 2>"$OUT.s.log"
-  rs_bg rs-watch -v 1 --list pages --shard-selector "$SEL" pods replicasets >"$OUT.p" 2>"$OUT.p.log"
-  assertTrue "SYNCED (stream)" "wait_for 30 synced_n $OUT.s 2"
-  assertTrue "SYNCED (pages)" "wait_for 30 synced_n $OUT.p 2"
-  watch_check off "$OUT.s"
-  watch_check off "$OUT.p"
+  watch_both off || return
   # this cluster has pods and ReplicaSets in these namespaces only
   nout=$(grep -c '^pods ' "$TMP/off.out")
   for m in s p; do
@@ -211,13 +214,7 @@ test_watch_client_filters() {
     assertEquals "dropped the pods out of the shard ($m)" 1 \
       "$(grep -c "listed [0-9]* pods ($nout out of the shard dropped)" "$OUT.$m.log")"
   done
-  in=$(sed 's|.* ||; s|/.*||' "$TMP/off.want" | head -1)
-  out=$(sed 's|.* ||; s|/.*||' "$TMP/off.out" | head -1)
-  pod "$out" later-out
-  pod "$in" later-in
-  assertTrue "a watched pod in the shard" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.s"
-  assertTrue "a watched pod in the shard (pages)" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.p"
-  assertEquals "no watched pod out of the shard" 0 "$(cat "$OUT.s" "$OUT.p" | grep -c '"name":"later-out"')"
+  watch_events off
 }
 
 # A relist after 410 on the server that sends everything: the difference
