@@ -374,6 +374,46 @@ test_fence_passing_stops_the_burst() {
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
 }
 
+# The slot passes while a burst waits in the client's rate limit: ten
+# deletes sent at once at 2 requests a second, the slot 2 s ahead. Those
+# that leave before it reach the server; the rest are refused as they
+# leave (they were queued while the slot was live), their deletions let
+# go in the expectations, and the status is not sent.
+test_fence_read_as_writes_leave() {
+  need_cluster || return
+  ns=$(new_ns fence)
+  mk_rs "$ns" web || { fail "setup"; return; }
+  pods=
+  for i in $(seq 1 10); do pod "$ns" d$i; pods="$pods $ns/d$i"; done
+  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  # shellcheck disable=SC2086  # one argument a pod
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-deletions "$ns/web" $pods >/dev/null
+  b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
+  "$FENCE_TOOL" "$TMP/fence" $B create && "$FENCE_TOOL" "$TMP/fence" $B set "$b" 2000 ||
+    { fail "fence-tool"; return; }
+  owner=$(jq -c '{apiVersion:"apps/v1",kind:"ReplicaSet",namespace:.metadata.namespace,
+    name:.metadata.name,uid:.metadata.uid,resourceVersion:.metadata.resourceVersion}' "$TMP/$ns.web.json")
+  { jq -nc --arg k "$ns/web" --argjson o "$owner" --arg p "$pods" \
+      '{op:"delete",key:$k,owner:$o,pods:[$p | split(" ")[] | select(. != "") | {name:(split("/")[1]),uid:"u"}]}'
+    jq -nc --arg k "$ns/web" --argjson o "$owner" --slurpfile rs "$TMP/$ns.web.json" \
+      '{op:"status",key:$k,owner:$o,object:($rs[0] | del(.metadata.managedFields) | .status = {"replicas":7}),old_status:{}}'
+    jq -nc --arg k "$ns/web" '{op:"end",key:$k}'; } |
+    rs-apply -v 4 --no-queue --expectations "$RS_STATE_DIR/expectations" \
+      --kube-api-qps 2 --kube-api-burst 1 --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
+  assertEquals "exit status" 0 $?
+  left=$(kubectl get pods -n "$ns" -o json |
+    jq -r '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | sort | join(" ")')
+  n=$(echo "$left" | wc -w)
+  assertTrue "some deleted before the slot passed: $n left" "[ $n -le 8 ]"
+  assertTrue "not all, though queued while it was live: $n left" "[ $n -ge 1 ]"
+  assertEquals "refused as they left" "$n" "$(grep -c 'DELETE .*: 0 not sent: the Lease of bucket' "$TMP/apply.log")"
+  assertEquals "their deletions let go: the rest awaits the watch" \
+    "$(for p in $pods; do case " $left " in *" ${p#*/} "*) ;; *) echo "$p" ;; esac; done | sort | tr '\n' ' ')" \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq -r '.deleting | sort | join(" ")') "
+  assertEquals "the ReplicaSet untouched" "$rv" \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+}
+
 test_fence_file_checked_at_start() {
   rs-apply --no-queue --fence "$TMP/nofence" --shards 4 </dev/null 2>"$TMP/err"
   assertEquals "no file yet: temporary" 111 $?
