@@ -1,7 +1,9 @@
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "clock.h"
 
@@ -12,6 +14,24 @@ rs_mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+rs_boot_id(char *out, size_t len)
+{
+	ssize_t n = -1;
+	int fd;
+
+	memset(out, 0, len);
+	if ((fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
+	    O_CLOEXEC)) >= 0) {
+		n = read(fd, out, len - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		memset(out, 0, len);
+	else if (out[n - 1] == '\n')
+		out[n - 1] = '\0';
 }
 
 double

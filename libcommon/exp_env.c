@@ -340,23 +340,12 @@ exp_grow(struct rs_exp *e)
 static void
 boot_id_read(char *out, size_t len)
 {
-	int fd;
-	ssize_t n = -1;
-
-	memset(out, 0, len);
 	if (exp_boot_id) {
+		memset(out, 0, len);
 		snprintf(out, len, "%s", exp_boot_id());
 		return;
 	}
-	if ((fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
-	    O_CLOEXEC)) >= 0) {
-		n = read(fd, out, len - 1);
-		close(fd);
-	}
-	if (n <= 0)
-		memset(out, 0, len);
-	else if (out[n - 1] == '\n')
-		out[n - 1] = '\0';
+	rs_boot_id(out, len);
 }
 
 static rs_code exp_drop_all(struct tx *x);

@@ -157,6 +157,13 @@ rs_code rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
 rs_code rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
     const char *path, const char *ctype, const char *body, size_t body_len,
     rs_kube_done_fn done, void *arg);
+/* A check of each queued request as it is about to start, after its token
+ * and a free slot: one it refuses (returns 0, why filled) is never sent and
+ * completes with RS_EREFUSED and why as its message. rs-apply's fence,
+ * which must be read as late as the write leaves, not when it was queued. */
+typedef int (*rs_kube_gate_fn)(void *arg, const char *method,
+    const char *path, char *why, size_t len);
+void rs_kube_set_gate(struct rs_kube *k, rs_kube_gate_fn fn, void *arg);
 /* Drives transfers for at most timeout_ms (or until one completes, if
  * sooner), also returning early when extra_fd (>= 0) becomes readable.
  * Returns the number of requests still queued or in flight. */

@@ -52,6 +52,8 @@ struct rs_kube {
 	CURLM *multi;
 	struct kreq *wait_head, *wait_tail;   /* submitted, not started */
 	struct kreq *run_head;                /* in the multi */
+	rs_kube_gate_fn gate;                 /* asked as each one starts */
+	void *gate_arg;
 	int nwait, nrunning;
 	int max_running;
 	long streams;                 /* per HTTP/2 connection */

@@ -82,6 +82,30 @@ submit(struct rs_kube *k, const char *method, const char *path,
 	return RS_OK;
 }
 
+void
+rs_kube_set_gate(struct rs_kube *k, rs_kube_gate_fn fn, void *arg)
+{
+	k->gate = fn;
+	k->gate_arg = arg;
+}
+
+static void req_complete(struct rs_kube *k, struct kreq *r, rs_code rc);
+
+/* The gate refuses r: it completes here, unsent. */
+static int
+gated(struct rs_kube *k, struct kreq *r)
+{
+	char why[sizeof r->resp.status.message];
+
+	if (k->gate == NULL || k->gate(k->gate_arg, r->method, r->path, why,
+	    sizeof why))
+		return 0;
+	snprintf(r->resp.status.message, sizeof r->resp.status.message, "%s",
+	    why);
+	req_complete(k, r, RS_EREFUSED);
+	return 1;
+}
+
 rs_code
 rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t body_len,
@@ -212,6 +236,10 @@ start_due(struct rs_kube *k, int64_t now)
 			k->wait_tail = NULL;
 		r->next = NULL;
 		k->nwait--;
+		if (gated(k, r)) {
+			n++;
+			continue;
+		}
 		r->easy = easy_get(k);
 		rc = r->easy ? req_start(k, r) : RS_ENOMEM;
 		if (rc != RS_OK) {

@@ -84,6 +84,10 @@ struct key {
 	                                  round, for rs-sync's guard */
 	int64_t round_ns;              /* when its first intent was read, 0:
 	                                  not known */
+	int in_round;                  /* an intent of this round has run */
+	int fenced;                    /* a write of this round was fenced */
+	unsigned long fence_mark;      /* its bucket's refusals at the round's
+	                                  start */
 };
 
 void keys_init(void);
@@ -109,6 +113,22 @@ void key_fail(struct key *k, const char *reason, const char *message);
  * the owner's own resource. */
 void key_wrote(struct key *k, const struct owner *o, const char *resource,
     const struct rs_kresp *resp);
+
+/* fence.c: --fence FILE --shards B (doc/sharding.md). */
+/* Opens the fence file (path NULL: no fence); fatal when it cannot. */
+void fence_init(const char *path, unsigned nbuckets);
+int fence_on(void);
+/* Whether a request may be sent now: any GET, a write whose bucket's slot
+ * has not passed; if not, why (and the refusal is counted against its
+ * bucket). Asked as a request is queued (req.c) and again as it leaves,
+ * after the client's rate limit (rs_kube_set_gate). */
+int fence_gate(void *arg, const char *method, const char *path, char *why,
+    size_t len);
+/* A round of k begins. */
+void fence_round_begin(struct key *k);
+/* Whether k's round must send nothing more: a write of its bucket was
+ * refused since the round began, or its slot has passed now. */
+int fence_key_stopped(struct key *k);
 
 /* latency.c: how long intents and keys take (doc/metrics.md). */
 /* Declares the families; stats_open calls it. */

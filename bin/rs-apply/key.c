@@ -10,6 +10,7 @@
 #include "apply.h"
 #include "featuregate.h"
 #include "jscan.h"
+#include "json.h"
 #include "log.h"
 
 static struct rs_strmap keys;
@@ -122,6 +123,8 @@ round_reset(struct key *k)
 	k->nreq = 0;
 	k->moved = 0;
 	k->round_ns = 0;
+	k->in_round = 0;
+	k->fenced = 0;
 	memset(&k->wrote, 0, sizeof k->wrote);
 }
 
@@ -185,6 +188,49 @@ step_start(struct key *k, struct intent *in)
 	return 0;
 }
 
+/* A write step of a round that the fence stopped: it ends as if its
+ * writes had failed, so what rs-sync expects of them is let go and the
+ * key is retried (by the next holder of its bucket, or by this one once
+ * its Lease is renewed). */
+static void
+skip_fenced(struct key *k, struct intent *in)
+{
+	static const char msg[] = "not sent: the Lease of the namespace's "
+	    "bucket is not held (fence)";
+	const cJSON *pod;
+	char *podkey;
+
+	switch (in->op) {
+	case OP_CREATE:
+		if (in->count > 0 && !app.dry_run)
+			fx_lower_creations(k->name, in->count);
+		key_fail(k, "FailedCreate", msg);
+		break;
+	case OP_DELETE:
+		cJSON_ArrayForEach(pod, in->pods) {
+			if (app.dry_run)
+				break;
+			if (asprintf(&podkey, "%s/%s", in->owner.ns,
+			    rs_json_str(pod, "name", NULL)) < 0)
+				rs_fatal(111, "unable to observe a deletion: %s",
+				    rs_strerror(RS_ENOMEM));
+			fx_deletion_observed(k->name, podkey);
+			free(podkey);
+		}
+		key_fail(k, "FailedDelete", msg);
+		break;
+	default:
+		k->failed = 1;
+	}
+	intent_free(in);
+}
+
+static int
+is_write(enum op op)
+{
+	return op != OP_END && op != OP_BAD;
+}
+
 /* Runs steps until one is in flight or the FIFO is empty; frees the key
  * when its last end has run and nothing else waits. */
 static void
@@ -197,7 +243,15 @@ key_run(struct key *k)
 		/* a round starts with the first intent after an end */
 		if (k->round_ns == 0)
 			k->round_ns = in->read_ns;
+		if (!k->in_round) {
+			k->in_round = 1;
+			fence_round_begin(k);
+		}
 		ended = in->op == OP_END;
+		if (is_write(in->op) && fence_key_stopped(k)) {
+			skip_fenced(k, in);
+			continue;
+		}
 		k->running = step_start(k, in);
 	}
 	if (!k->running && k->head == NULL && ended && open_key != k)

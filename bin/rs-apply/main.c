@@ -20,6 +20,7 @@
 #include "clientflags.h"
 #include "flag.h"
 #include "log.h"
+#include "shard.h"
 #include "stagestats.h"
 
 #define USAGE "usage: rs-apply [flags] < intents.ndjson\n"
@@ -48,6 +49,11 @@ USAGE
 "      --no-queue           do not report to rs-queue (running by hand)\n"
 "      --expectations PATH  expectations file (default\n"
 "                           $RS_STATE_DIR/expectations)\n"
+"      --fence FILE         the fence file rs-lease keeps (doc/sharding.md):\n"
+"                           a write whose namespace's bucket has its slot\n"
+"                           passed is not sent and fails, and its key\n"
+"                           sends nothing more that round\n"
+"      --shards B           buckets of the fence file (1-256; with --fence)\n"
 "      --kubeconfig PATH    kubeconfig file (default: $KUBECONFIG,\n"
 "                           ~/.kube/config, then in-cluster)\n"
 "      --context NAME       kubeconfig context\n"
@@ -70,7 +76,7 @@ USAGE
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
 enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH,
-	OPT_INFLIGHT, OPT_STREAMS };
+	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
@@ -81,6 +87,8 @@ static const struct option own_opts[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "max-in-flight", required_argument, NULL, OPT_INFLIGHT },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
+	{ "fence", required_argument, NULL, OPT_FENCE },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -88,6 +96,8 @@ static const struct option own_opts[] = {
 struct flags {
 	struct rs_client_flags cf;
 	struct fx_opts fx;
+	const char *fence;
+	unsigned shards;
 };
 
 struct app app;
@@ -134,6 +144,11 @@ parse_flags(int argc, char **argv, struct flags *f)
 			f->cf.kopts.streams = (int)rs_flag_long(optarg, 1,
 			    65536, "--streams");
 			break;
+		case OPT_FENCE: f->fence = optarg; break;
+		case OPT_SHARDS:
+			f->shards = (unsigned)rs_flag_long(optarg, 1,
+			    RS_SHARD_BUCKETS_MAX, "--shards");
+			break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
@@ -144,6 +159,8 @@ parse_flags(int argc, char **argv, struct flags *f)
 	}
 	if (optind < argc)
 		rs_flag_fail("unexpected argument '%s'", argv[optind]);
+	if ((f->fence != NULL) != (f->shards != 0))
+		rs_flag_fail("%s", "--fence and --shards go together");
 }
 
 static void
@@ -335,6 +352,7 @@ main(int argc, char **argv)
 	rs_flag_set_usage(USAGE);
 	app.concurrency = 16;
 	parse_flags(argc, argv, &f);
+	fence_init(f.fence, f.shards);
 	setup_signals();
 	if (app.dry_run) {
 		if (rs_line_writer_init(&app.out, STDOUT_FILENO, 0) != RS_OK)
@@ -345,6 +363,8 @@ main(int argc, char **argv)
 		fx_init(&f.fx);
 		stats_open();
 	}
+	if (fence_on() && app.kube != NULL)
+		rs_kube_set_gate(app.kube, fence_gate, NULL);
 	keys_init();
 	events_init();
 	if ((rc = rs_line_reader_init(&input, STDIN_FILENO, 0)) != RS_OK)

@@ -128,6 +128,7 @@ send_one(const char *method, const char *path, const char *ctype,
     const char *body, int borrow, req_done_fn done, void *arg)
 {
 	struct req *r = calloc(1, sizeof *r);
+	char why[512];
 	rs_code rc;
 
 	if (r == NULL)
@@ -142,6 +143,10 @@ send_one(const char *method, const char *path, const char *ctype,
 	r->arg = arg;
 	r->start_ns = rs_mono_ns();
 	pending++;
+	if (!fence_gate(NULL, method, path, why, sizeof why)) {
+		req_defer(r, RS_EREFUSED, 0, why);
+		return;
+	}
 	if (app.dry_run) {
 		dry_print(r);
 		req_defer(r, RS_OK, strcmp(method, "POST") == 0 ? 201 : 200,

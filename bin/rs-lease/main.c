@@ -21,8 +21,11 @@
 #include "flag.h"
 #include "log.h"
 #include "run.h"
+#include "shardmode.h"
 
-#define USAGE "usage: rs-lease [flags] NAME prog...\n"
+#define USAGE "usage: rs-lease [flags] NAME prog...\n" \
+"       rs-lease --shards B [--shard-file F] [--fence F] [flags] NAME prog...\n" \
+"       rs-lease --list [flags] NAME\n"
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 
 static const char help_text[] =
@@ -38,6 +41,15 @@ USAGE
 "the kernel (PR_SET_PDEATHSIG) and stops the group the same way.\n"
 "A lost lease (renew deadline passed, or another holder seen) stops prog\n"
 "and exits 111; rs-lease does not try again.\n"
+"\n"
+"With --shards B, NAME is a group: the namespaces' hash space is cut into\n"
+"B buckets, each a Lease NAME-b-NNN, and each instance has a member Lease\n"
+"NAME-m-HASH; every instance holds its fair share, ceil(B / live members).\n"
+"prog runs while some bucket is held and is restarted when the held set\n"
+"changes; it reads the set from the shard file (RS_SHARD_FILE in its\n"
+"environment) and may write for a bucket only until the time in the fence\n"
+"file (RS_FENCE_FILE). Nothing held stops prog; rs-lease goes on trying.\n"
+"--list prints who holds which bucket of the group NAME, and its members.\n"
 "\n"
 "Flags:\n"
 "      --lease-namespace NS      namespace of the Lease (default: the\n"
@@ -57,6 +69,10 @@ USAGE
 "      --identity ID             this candidate's name (default: hostname\n"
 "                                _ random UUID)\n"
 "      --kill-after DUR          SIGTERM to SIGKILL, for prog (default 3s)\n"
+"      --shards B                shard mode with B buckets (1 to 256)\n"
+"      --shard-file F            shard mode: write the held set to F (JSON)\n"
+"      --fence F                 shard mode: keep the fence file F\n"
+"      --list                    print the shard group NAME and exit\n"
 "      --kubeconfig PATH         kubeconfig file (default: $KUBECONFIG,\n"
 "                                ~/.kube/config, then in-cluster)\n"
 "      --context NAME            kubeconfig context\n"
@@ -73,7 +89,8 @@ USAGE
 
 enum {
 	OPT_NS = 256, OPT_NAME, OPT_DURATION, OPT_DEADLINE, OPT_RETRY,
-	OPT_IDENTITY, OPT_KILL,
+	OPT_IDENTITY, OPT_KILL, OPT_SHARDS, OPT_SHARD_FILE, OPT_FENCE,
+	OPT_LIST,
 };
 
 static const struct option own_opts[] = {
@@ -85,13 +102,18 @@ static const struct option own_opts[] = {
 	{ "leader-elect-retry-period", required_argument, NULL, OPT_RETRY },
 	{ "identity", required_argument, NULL, OPT_IDENTITY },
 	{ "kill-after", required_argument, NULL, OPT_KILL },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "shard-file", required_argument, NULL, OPT_SHARD_FILE },
+	{ "fence", required_argument, NULL, OPT_FENCE },
+	{ "list", no_argument, NULL, OPT_LIST },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 struct flags {
-	struct elect_opts eo;
+	struct shard_opts so;
 	struct rs_client_flags cf;
+	int list;
 };
 
 /* DNS label (namespace) or subdomain (name): also keeps the URL clean. */
@@ -121,23 +143,30 @@ parse_flags(int argc, char **argv, struct flags *f)
 	/* "+": flags end at NAME or prog; prog's own flags are prog's. */
 	while ((c = getopt_long(argc, argv, "+v:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case OPT_NS: f->eo.ns = optarg; break;
-		case OPT_NAME: f->eo.name = optarg; break;
+		case OPT_NS: f->so.eo.ns = optarg; break;
+		case OPT_NAME: f->so.eo.name = optarg; break;
 		case OPT_DURATION:
-			f->eo.lease_duration = rs_flag_duration(optarg,
+			f->so.eo.lease_duration = rs_flag_duration(optarg,
 			    "--leader-elect-lease-duration");
 			break;
 		case OPT_DEADLINE:
-			f->eo.renew_deadline = rs_flag_duration(optarg,
+			f->so.eo.renew_deadline = rs_flag_duration(optarg,
 			    "--leader-elect-renew-deadline");
 			break;
 		case OPT_RETRY:
-			f->eo.retry_period = rs_flag_duration(optarg,
+			f->so.eo.retry_period = rs_flag_duration(optarg,
 			    "--leader-elect-retry-period");
 			break;
-		case OPT_IDENTITY: f->eo.identity = optarg; break;
-		case OPT_KILL: f->eo.kill_after = rs_flag_duration(optarg, "--kill-after");
+		case OPT_IDENTITY: f->so.eo.identity = optarg; break;
+		case OPT_KILL: f->so.eo.kill_after = rs_flag_duration(optarg, "--kill-after");
 			break;
+		case OPT_SHARDS:
+			f->so.nbuckets = (unsigned)rs_flag_long(optarg, 1,
+			    SHARD_MAX, "--shards");
+			break;
+		case OPT_SHARD_FILE: f->so.shard_file = optarg; break;
+		case OPT_FENCE: f->so.fence = optarg; break;
+		case OPT_LIST: f->list = 1; break;
 		case 'h':
 			fputs(help_text, stdout);
 			exit(0);
@@ -146,17 +175,21 @@ parse_flags(int argc, char **argv, struct flags *f)
 				rs_flag_fail("%s", "invalid flag");
 		}
 	}
-	if (f->eo.name == NULL && optind < argc)
-		f->eo.name = argv[optind++];
-	if (f->eo.name == NULL)
+	if (f->so.eo.name == NULL && optind < argc)
+		f->so.eo.name = argv[optind++];
+	if (f->so.eo.name == NULL)
 		rs_flag_fail("%s", "no lease name");
-	if (optind >= argc)
+	if ((f->so.shard_file || f->so.fence) && f->so.nbuckets == 0)
+		rs_flag_fail("%s", "--shard-file and --fence need --shards");
+	if (f->list && optind < argc)
+		rs_flag_fail("%s", "--list runs no prog");
+	if (!f->list && optind >= argc)
 		rs_flag_fail("%s", "no prog to run");
 }
 
 /* client-go's NewLeaderElector checks, and whole seconds for the Lease. */
 static void
-check_timing(const struct elect_opts *o)
+check_timing(const struct elect_opts *o, int fenced)
 {
 	if (o->lease_duration < 1000000000LL)
 		rs_flag_fail("%s must be at least 1s", "--leader-elect-lease-duration");
@@ -168,7 +201,13 @@ check_timing(const struct elect_opts *o)
 	if ((double)o->renew_deadline <= 1.2 * (double)o->retry_period)
 		rs_flag_fail("%s must be longer than 1.2 times the retry period",
 		    "--leader-elect-renew-deadline");
-	if (o->renew_deadline + o->kill_after >= o->lease_duration)
+	/* The fence's margin (doc/rs-lease.1): a write sent at the renew
+	 * deadline must reach the server before another instance may take
+	 * the bucket; half a second is the least that leaves it a chance. */
+	if (fenced && o->lease_duration - o->renew_deadline < 500000000LL)
+		rs_flag_fail("%s must exceed the renew deadline by at least "
+		    "500ms with --fence", "--leader-elect-lease-duration");
+	if (!fenced && o->renew_deadline + o->kill_after >= o->lease_duration)
 		rs_warn("renew deadline + kill-after is not shorter than the "
 		    "lease duration: prog may still run when another candidate "
 		    "takes over");
@@ -228,15 +267,19 @@ default_identity(void)
 static void
 check_names(struct flags *f)
 {
-	if (f->eo.ns == NULL)
-		f->eo.ns = default_ns();
-	if (!dns_ok(f->eo.ns, 63, 0))
-		rs_flag_fail("invalid namespace '%s'", f->eo.ns);
-	if (!dns_ok(f->eo.name, 253, 1))
-		rs_flag_fail("invalid lease name '%s'", f->eo.name);
-	if (f->eo.identity == NULL)
-		f->eo.identity = default_identity();
-	if (f->eo.identity[0] == '\0' || strlen(f->eo.identity) > LEASE_ID_MAX)
+	if (f->so.eo.ns == NULL)
+		f->so.eo.ns = default_ns();
+	if (!dns_ok(f->so.eo.ns, 63, 0))
+		rs_flag_fail("invalid namespace '%s'", f->so.eo.ns);
+	if (!dns_ok(f->so.eo.name, 253, 1))
+		rs_flag_fail("invalid lease name '%s'", f->so.eo.name);
+	/* A group's name is a label's value too. */
+	if ((f->so.nbuckets > 0 || f->list) && strlen(f->so.eo.name) > 63)
+		rs_flag_fail("a shard group's name has at most 63 bytes: '%s'",
+		    f->so.eo.name);
+	if (f->so.eo.identity == NULL)
+		f->so.eo.identity = default_identity();
+	if (f->so.eo.identity[0] == '\0' || strlen(f->so.eo.identity) > LEASE_ID_MAX)
 		rs_flag_fail("%s must be 1 to 253 bytes", "--identity");
 }
 
@@ -263,7 +306,7 @@ int
 main(int argc, char **argv)
 {
 	struct flags f = {
-		.eo = { .lease_duration = 15000000000LL,
+		.so.eo = { .lease_duration = 15000000000LL,
 		    .renew_deadline = 10000000000LL,
 		    .retry_period = 2000000000LL,
 		    .kill_after = 3000000000LL },
@@ -280,11 +323,18 @@ main(int argc, char **argv)
 	rs_log_init(argv[0]);
 	rs_flag_set_usage(USAGE);
 	parse_flags(argc, argv, &f);
-	check_timing(&f.eo);
+	check_timing(&f.so.eo, f.so.fence != NULL);
 	check_names(&f);
 	srand48(rs_mono_ns() ^ ((long)getpid() << 16));
 	/* A request never outlives the renew deadline. */
-	kopts.timeout_ms = f.eo.renew_deadline / 1000000;
+	kopts.timeout_ms = f.so.eo.renew_deadline / 1000000;
+	/* A round writes every held bucket at once: the token bucket must
+	 * not hold a renewal back past its deadline. */
+	if (f.so.nbuckets > 0) {
+		kopts.burst = (int)f.so.nbuckets + 16;
+		kopts.qps = 4.0 * kopts.burst * 1e9 /
+		    (double)f.so.eo.retry_period;
+	}
 
 	sigfd = signals(&orig);
 	if ((rc = rs_kube_config_load(&f.cf.ko, &cfg)) != RS_OK)
@@ -293,7 +343,12 @@ main(int argc, char **argv)
 	if ((rc = rs_kube_new(cfg, &kopts, &k)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to set up the API client: %s",
 		    rs_strerror(rc));
-	code = elect_run(k, &f.eo, argv + optind, sigfd, &orig);
+	if (f.list)
+		code = shard_list(k, &f.so);
+	else if (f.so.nbuckets > 0)
+		code = shard_run(k, &f.so, argv + optind, sigfd, &orig);
+	else
+		code = elect_run(k, &f.so.eo, argv + optind, sigfd, &orig);
 	rs_kube_free(k);
 	return code;
 }

@@ -11,6 +11,7 @@
 #include "out.h"
 #include "pbpod.h"
 #include "reflector.h"
+#include "shardcheck.h"
 
 /* ASan: gcc says so with __SANITIZE_ADDRESS__, clang with a feature. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -38,7 +39,8 @@ list_begin(struct reflector *r, int snapshot)
 	free(ls->cont);
 	ls->cont = NULL;
 	ls->expired = 0;
-	ls->pages = ls->items = 0;
+	ls->pages = ls->items = ls->dropped = 0;
+	ls->echo = 0;
 	ls->t0 = rs_mono_ns();
 }
 
@@ -131,6 +133,8 @@ list_item(struct reflector *r, const struct objtext *t)
 		    r->res.plural);
 		return RS_OK;
 	}
+	if (!shard_keep(r, t))
+		return RS_OK;
 	return list_object(r, t, &id);
 }
 
@@ -152,7 +156,7 @@ learn_kind(struct reflector *r, const char *body, struct rs_jspan kind)
 static rs_code
 list_done(struct reflector *r, const char *rv)
 {
-	char how[32];
+	char how[32], drop[64] = "";
 	rs_code rc;
 
 	if ((rc = seen_sweep(&r->seen, r->ls.pass, emit_gone, r)) != RS_OK)
@@ -168,9 +172,13 @@ list_done(struct reflector *r, const char *rv)
 	else
 		snprintf(how, sizeof how, "%ld page%s", r->ls.pages,
 		    r->ls.pages == 1 ? "" : "s");
-	rs_info(1, "listed %ld %s in %s at resourceVersion %s in %.2f s",
-	    r->ls.items, r->res.plural, how, r->rv,
+	if (r->o->shard)
+		snprintf(drop, sizeof drop, " (%ld out of the shard dropped)",
+		    r->ls.dropped);
+	rs_info(1, "listed %ld %s%s in %s at resourceVersion %s in %.2f s",
+	    r->ls.items, r->res.plural, drop, how, r->rv,
 	    (rs_mono_ns() - r->ls.t0) / 1e9);
+	shard_tell(r);
 	return RS_OK;
 }
 
@@ -197,17 +205,19 @@ list_complete(struct reflector *r, const char *rv)
 /* The parts of a list response, each the first member of its name. */
 struct listparts {
 	struct rs_jspan kind, rv, cont;
+	int shard_info;
 };
 
 static void
 list_parts(const char *body, struct rs_jspan list, struct listparts *lp)
 {
-	struct rs_jspan md;
+	struct rs_jspan md, si;
 
 	memset(lp, 0, sizeof *lp);
 	rs_jscan_find(body, list, "kind", &lp->kind);
 	if (rs_jscan_find(body, list, "metadata", &md) != RS_OK)
 		return;
+	lp->shard_info = rs_jscan_find(body, md, "shardInfo", &si) == RS_OK;
 	if (rs_jscan_find(body, md, "resourceVersion", &lp->rv) != RS_OK ||
 	    rs_jscan_type(body, lp->rv) != RS_JSTRING)
 		lp->rv.off = lp->rv.end = 0;
@@ -323,6 +333,7 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
 		return RS_EPARSE;
 	}
 	learn_kind(r, resp->body, lp.kind);
+	shard_echo(r, lp.shard_info);
 	if (list_items(resp->body, list, &items))
 		while (event_scan_next(&t, resp->body, &items, r->o->trim,
 		    r->api_version, r->kind[0] ? r->kind : NULL) == RS_OK)
@@ -340,26 +351,28 @@ list_page(struct reflector *r, struct rs_kresp *resp, int *more)
  * an item that is no pod stops the page after the items before it, which
  * the page's next attempt does not print again (they are seen). */
 struct pbpage {
-	struct rs_pbspan list, rv, cont;
+	struct rs_pbspan list, rv, cont, shard_info;
 };
 
 static rs_code
 pb_page_parts(const struct rs_kresp *resp, struct pbpage *pg)
 {
-	static const uint32_t list_meta[] = { 1 }, rv_cont[] = { 2, 3 };
+	/* ListMeta: resourceVersion 2, continue 3, shardInfo 5 */
+	static const uint32_t list_meta[] = { 1 }, rv_cont[] = { 2, 3, 5 };
 	struct rs_pbspan body = { (const unsigned char *)resp->body,
-	    resp->len }, meta, f[2];
+	    resp->len }, meta, f[3];
 	struct rs_pbunknown u;
 
 	memset(pg, 0, sizeof *pg);
 	if (resp->body == NULL || rs_pb_unknown(body, &u) != RS_OK ||
 	    !rs_pb_eq(u.kind, "PodList") ||
 	    rs_pb_pick(u.raw, list_meta, &meta, 1) != RS_OK ||
-	    rs_pb_pick(meta, rv_cont, f, 2) != RS_OK)
+	    rs_pb_pick(meta, rv_cont, f, 3) != RS_OK)
 		return RS_EPARSE;
 	pg->list = u.raw;
 	pg->rv = f[0];
 	pg->cont = f[1];
+	pg->shard_info = f[2];
 	return RS_OK;
 }
 
@@ -406,6 +419,7 @@ list_page_pb(struct reflector *r, struct rs_kresp *resp, int *more)
 	rv[pg.rv.len] = '\0';
 	if (r->kind[0] == '\0')
 		snprintf(r->kind, sizeof r->kind, "Pod");
+	shard_echo(r, pg.shard_info.p != NULL);
 	rs_pb_iter(&it, pg.list);
 	while (rs_pb_next(&it, &f) == RS_OK) {
 		if (f.num != 2 || f.wire != RS_PB_BYTES)

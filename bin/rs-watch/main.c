@@ -23,6 +23,7 @@
 #include "out.h"
 #include "reflector.h"
 #include "resource.h"
+#include "shard.h"
 
 #define USAGE "usage: rs-watch [flags] RESOURCE...\n"
 
@@ -47,6 +48,11 @@ USAGE
 "  -n, --namespace NS       watch one namespace (default: all)\n"
 "  -l, --selector SEL       label selector, as kubectl -l\n"
 "      --field-selector SEL field selector\n"
+"      --shard-selector SEL only objects whose namespace hashes into SEL:\n"
+"                           shardRange(object.metadata.namespace, '0x..',\n"
+"                           '0x..') terms joined by ||; sent to the server\n"
+"                           (shardSelector) and checked here, so a server\n"
+"                           without ShardedListAndWatch gives the same lines\n"
 "      --list MODE          how a list is read: stream (default: a watch\n"
 "                           that sends the objects first, as client-go's\n"
 "                           WatchListClient; pages where the server\n"
@@ -88,13 +94,14 @@ USAGE
 enum {
 	OPT_FIELD = 256, OPT_PAGE, OPT_NOTRIM, OPT_WTIMEOUT, OPT_BO_INIT,
 	OPT_BO_MAX, OPT_BO_RESET, OPT_BATCH, OPT_MAXLINE, OPT_LIST,
-	OPT_PROTOBUF,
+	OPT_PROTOBUF, OPT_SHARD,
 };
 
 static const struct option own_opts[] = {
 	{ "namespace", required_argument, NULL, 'n' },
 	{ "selector", required_argument, NULL, 'l' },
 	{ "field-selector", required_argument, NULL, OPT_FIELD },
+	{ "shard-selector", required_argument, NULL, OPT_SHARD },
 	{ "list", required_argument, NULL, OPT_LIST },
 	{ "page-size", required_argument, NULL, OPT_PAGE },
 	{ "no-trim", no_argument, NULL, OPT_NOTRIM },
@@ -112,7 +119,8 @@ static const struct option own_opts[] = {
 struct flags {
 	struct watch_opts wo;
 	struct rs_client_flags cf;
-	const char *label, *field;
+	const char *label, *field, *shard;
+	struct rs_shard_ranges ranges;
 };
 
 static volatile sig_atomic_t got_hup, got_term;
@@ -141,6 +149,19 @@ ns_ok(const char *s)
 	return 1;
 }
 
+/* Checked as the server checks it: one it refuses fails every list. */
+static void
+parse_shard(struct flags *f, const char *sel)
+{
+	char why[256];
+
+	rs_shard_ranges_free(&f->ranges);
+	if (rs_shard_parse_why(sel, &f->ranges, why, sizeof why) != RS_OK)
+		rs_flag_fail("invalid --shard-selector: %s", why);
+	f->shard = sel;
+	f->wo.shard = &f->ranges;
+}
+
 static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
@@ -157,6 +178,7 @@ parse_flags(int argc, char **argv, struct flags *f)
 			break;
 		case 'l': f->label = optarg; break;
 		case OPT_FIELD: f->field = optarg; break;
+		case OPT_SHARD: parse_shard(f, optarg); break;
 		case OPT_LIST:
 			if (strcmp(optarg, "stream") == 0)
 				f->wo.stream_list = 1;
@@ -310,6 +332,7 @@ main(int argc, char **argv)
 	rf = make_reflectors(n, argv + optind, &f.wo);
 	f.wo.label_q = escape_or_die(f.label);
 	f.wo.field_q = escape_or_die(f.field);
+	f.wo.shard_q = escape_or_die(f.shard);
 
 	if ((rc = rs_kube_config_load(&f.cf.ko, &cfg)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to load the API configuration: %s",

@@ -35,9 +35,10 @@ reflector_url(const struct reflector *r, const char *query)
 	const struct watch_opts *o = r->o;
 	char *url;
 
-	if (asprintf(&url, "%s?%s%s%s%s%s", r->path, query,
+	if (asprintf(&url, "%s?%s%s%s%s%s%s%s", r->path, query,
 	    o->label_q ? "&labelSelector=" : "", o->label_q ? o->label_q : "",
-	    o->field_q ? "&fieldSelector=" : "", o->field_q ? o->field_q : "") < 0)
+	    o->field_q ? "&fieldSelector=" : "", o->field_q ? o->field_q : "",
+	    o->shard_q ? "&shardSelector=" : "", o->shard_q ? o->shard_q : "") < 0)
 		return NULL;
 	return url;
 }

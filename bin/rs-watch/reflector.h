@@ -32,11 +32,14 @@
 #include "resource.h"
 #include "resourceversion.h"
 #include "seen.h"
+#include "shard.h"
 
 struct watch_opts {
 	struct rs_kube *kube;
 	const char *ns;                  /* NULL: all namespaces */
 	char *label_q, *field_q;         /* URL-escaped selectors, or NULL */
+	char *shard_q;                   /* URL-escaped shard selector, or NULL */
+	const struct rs_shard_ranges *shard;   /* its ranges, or NULL */
 	long page_size;                  /* 0: no pagination */
 	int stream_list;                 /* list by a streaming watch */
 	int trim;                        /* drop metadata.managedFields */
@@ -58,6 +61,9 @@ struct listing {
 	char *cont;                      /* continue token of the next page */
 	int expired;                     /* continue tokens that expired */
 	long pages, items;
+	long dropped;                    /* objects out of the shard */
+	int echo;                        /* a page had shardInfo: 1, had not:
+	                                    -1, no page yet: 0 */
 	int64_t t0;
 };
 
@@ -124,7 +130,8 @@ struct watch_end {
 rs_code watch_run(struct reflector *r, struct watch_end *end,
     struct rs_kresp *resp);
 
-/* "?a&labelSelector=..&fieldSelector=..": the path with the query. */
+/* "?a&labelSelector=..&fieldSelector=..&shardSelector=..": the path with
+ * the query. */
 char *reflector_url(const struct reflector *r, const char *query);
 
 #endif

@@ -13,6 +13,7 @@
 #include "pbpod.h"
 #include "protobuf.h"
 #include "reflector.h"
+#include "shardcheck.h"
 
 struct stream {
 	struct reflector *r;
@@ -54,6 +55,13 @@ on_object(struct stream *s, const char *type, const char *line,
 	    rs_jscan_unescape(line, t.kind, r->kind, sizeof r->kind,
 	    NULL) != RS_OK)
 		r->kind[0] = '\0';
+	/* out of the shard: as if never there, but the stream has come
+	 * this far */
+	if (!shard_keep(r, &t)) {
+		if (!r->ls.active)
+			snprintf(r->rv, sizeof r->rv, "%s", id.rv);
+		return RS_OK;
+	}
 	/* the resume point stays unset until the list is complete */
 	if (r->ls.active && type[0] != 'D')
 		return list_object(r, &t, &id);

@@ -1,0 +1,428 @@
+# shard.sh: sharding by namespace (doc/sharding.md, issue 32) against real
+# API servers: rs-watch --shard-selector with the ShardedListAndWatch gate
+# on (the shared test cluster: tests/env/cluster's default) and off (a
+# cluster of this suite's own, RS_CLUSTER_SHARDING=0), and rs-apply's fence
+# file. What is in the shard is computed here, in Python, apart from
+# libcommon/shard.c: FNV-1a 64 of the namespace, bucket i of B covering
+# [floor(i * 2^64 / B), floor((i+1) * 2^64 / B)).
+. "$(dirname "$0")/lib.sh"
+# run-all.sh counts "Ran N tests." lines: no colour codes in them
+SHUNIT_COLOR=${SHUNIT_COLOR:-none}
+
+CLUSTER=$top/tests/env/cluster
+FENCE_TOOL=${FENCE_TOOL:-$top/build/test/fence-tool}
+EXP_TOOL=${EXP_TOOL:-$top/build/test/exp-tool}
+OUT=$TMP/out
+# B and the buckets held: neighbours (1, 2) to merge, the last one for the
+# top bound, about half the hash space
+B=8
+HELD="1 2 5 7"
+NS_N=20
+OFF=
+
+# shardpy bucket B NS...     "NS BUCKET" a line
+# shardpy selector B I...    the selector of buckets I... of B
+shardpy() {
+  python3 - "$@" <<'PY'
+import sys
+
+def fnv(s):
+    h = 0xcbf29ce484222325
+    for c in s.encode():
+        h = ((h ^ c) * 0x100000001b3) % (1 << 64)
+    return h
+
+def start(i, b):
+    return (i << 64) // b
+
+def bound(i, b):
+    return "0x10000000000000000" if i == b else "0x%016x" % start(i, b)
+
+cmd, b = sys.argv[1], int(sys.argv[2])
+if cmd == "bucket":
+    for ns in sys.argv[3:]:
+        h = fnv(ns)
+        print(ns, max(i for i in range(b) if start(i, b) <= h))
+else:
+    held = sorted(set(int(x) for x in sys.argv[3:]))
+    terms, i = [], 0
+    while i < b:
+        if i not in held:
+            i += 1
+            continue
+        j = i + 1
+        while j in held:
+            j += 1
+        terms.append("shardRange(object.metadata.namespace, '%s', '%s')"
+                     % (bound(i, b), bound(j, b)))
+        i = j
+    print(" || ".join(terms))
+PY
+}
+
+SEL=$(shardpy selector $B $HELD)
+
+# in_shard NS: its bucket is held.
+in_shard() {
+  _b=$(shardpy bucket $B "$1" | cut -d' ' -f2)
+  case " $HELD " in *" $_b "*) return 0 ;; esac
+  return 1
+}
+
+synced_n() { [ "$(grep -c '"type":"SYNCED"' "$1" 2>/dev/null)" -ge "$2" ]; }
+
+pod() { kubectl -n "$1" run "$2" --image=example.invalid/none --restart=Never >/dev/null; }
+
+rs() {
+  kubectl create -f - >/dev/null <<EOF
+{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"$2","namespace":"$1"},
+ "spec":{"replicas":0,"selector":{"matchLabels":{"app":"$2"}},
+  "template":{"metadata":{"labels":{"app":"$2"}},
+   "spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}}}
+EOF
+}
+
+# objects PREFIX: NS_N namespaces, a pod and a ReplicaSet in each; their
+# names in $TMP/PREFIX.ns, and the "resource ns/name" lines expected of
+# rs-watch (those in the shard) in $TMP/PREFIX.want, the others in
+# $TMP/PREFIX.out.
+objects() {
+  : >"$TMP/$1.ns"; : >"$TMP/$1.want"; : >"$TMP/$1.out"
+  for i in $(seq 1 $NS_N); do
+    ns=$(new_ns "$1$i") || return 1
+    echo "$ns" >>"$TMP/$1.ns"
+    pod "$ns" p || return 1
+    rs "$ns" r || return 1
+    if in_shard "$ns"; then f=want; else f=out; fi
+    printf 'pods %s/p\nreplicasets %s/r\n' "$ns" "$ns" >>"$TMP/$1.$f"
+  done
+  sort -o "$TMP/$1.want" "$TMP/$1.want"
+}
+
+# printed FILE NSFILE: the "resource ns/name" of the objects FILE printed
+# ADDED in the namespaces of NSFILE, sorted.
+printed() {
+  jq -r 'select(.type == "ADDED") | "\(.resource) \(.object.metadata.namespace)/\(.object.metadata.name)"' "$1" |
+    grep -F -f <(sed 's|$|/|' "$2") | sort
+}
+
+# all_in_shard FILE: every object FILE printed, of any namespace, is in
+# the shard.
+all_in_shard() {
+  for ns in $(jq -r 'select(.object) | .object.metadata.namespace // ""' "$1" | sort -u); do
+    in_shard "$ns" || { echo "printed out of the shard: $ns"; return 1; }
+  done
+}
+
+# A sanity check of the split: some in, some out, or the test says nothing.
+check_split() {
+  assertTrue "some objects in the shard" "[ -s $TMP/$1.want ]"
+  assertTrue "some objects out of the shard" "[ -s $TMP/$1.out ]"
+}
+
+# watch_check PREFIX FILE: FILE printed exactly the objects in the shard.
+watch_check() {
+  assertEquals "exactly the objects in the shard" "$(cat "$TMP/$1.want")" \
+    "$(printed "$2" "$TMP/$1.ns")"
+  assertEquals "nothing out of the shard, of any namespace" "" "$(all_in_shard "$2")"
+}
+
+# off_cluster: the cluster without the gate, started on first use.
+off_cluster() {
+  if [ -z "$OFF" ]; then
+    OFF=$TMP/off
+    for _try in 1 2 3; do
+      RS_CLUSTER_SHARDING=0 "$CLUSTER" up "$OFF" --owner $$ >"$OFF.log" 2>&1 && break
+      "$CLUSTER" down "$OFF" >/dev/null 2>&1
+      [ $_try -eq 3 ] && { fail "unable to start a cluster without the gate: $(tail -3 "$OFF.log")"; OFF=; return 1; }
+      sleep 1
+    done
+  fi
+  KUBECONFIG=$OFF/kubeconfig
+}
+
+oneTimeTearDown() {
+  rs_cleanup
+  [ -n "$OFF" ] && "$CLUSTER" down "$OFF" >/dev/null 2>&1
+  return 0
+}
+
+tearDown() {
+  rs_cleanup
+  [ -n "${SHARED_KUBECONFIG:-}" ] && KUBECONFIG=$SHARED_KUBECONFIG
+  return 0
+}
+SHARED_KUBECONFIG=${KUBECONFIG:-}
+
+# watch_both PREFIX: the objects, then rs-watch over them by a streaming
+# list ($OUT.s) and by pages ($OUT.p): each prints exactly the shard's.
+watch_both() {
+  objects "$1" || { fail "unable to make the objects"; return 1; }
+  check_split "$1"
+  rs_bg rs-watch -v 1 --shard-selector "$SEL" pods replicasets >"$OUT.s" 2>"$OUT.s.log"
+  rs_bg rs-watch -v 1 --list pages --shard-selector "$SEL" pods replicasets >"$OUT.p" 2>"$OUT.p.log"
+  assertTrue "SYNCED (stream)" "wait_for 30 synced_n $OUT.s 2"
+  assertTrue "SYNCED (pages)" "wait_for 30 synced_n $OUT.p 2"
+  watch_check "$1" "$OUT.s"
+  watch_check "$1" "$OUT.p"
+  assertTrue "a streaming list" "grep -q 'listed [0-9]* pods (.*) in 1 stream' $OUT.s.log"
+}
+
+# watch_events PREFIX: a pod made out of the shard, then one in it: the
+# second printed means the first was filtered (events come in order).
+watch_events() {
+  in=$(sed 's|.* ||; s|/.*||' "$TMP/$1.want" | head -1)
+  out=$(sed 's|.* ||; s|/.*||' "$TMP/$1.out" | head -1)
+  pod "$out" later-out
+  pod "$in" later-in
+  assertTrue "a watched pod in the shard" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.s"
+  assertTrue "a watched pod in the shard (pages)" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.p"
+  assertEquals "no watched pod out of the shard" 0 "$(cat "$OUT.s" "$OUT.p" | grep -c '"name":"later-out"')"
+}
+
+# The gate on: the server filters, by a streaming list (the default) and
+# by pages; nothing is dropped here, and it is said once.
+test_watch_server_filters() {
+  need_cluster || return
+  grep -q 'feature-gates=.*ShardedListAndWatch=true' "$RS_TEST_CLUSTER/apiserver.log" ||
+    { fail "the test cluster runs without ShardedListAndWatch"; return; }
+  watch_both on || return
+  for m in s p; do
+    assertEquals "said once: the server filters ($m)" 1 \
+      "$(grep -c 'the server filters by the shard selector' "$OUT.$m.log")"
+    assertEquals "nothing said of the client ($m)" 0 "$(grep -c 'does not filter' "$OUT.$m.log")"
+    assertEquals "nothing came to drop ($m)" 2 \
+      "$(grep -c 'listed [0-9]* [a-z]* (0 out of the shard dropped)' "$OUT.$m.log")"
+  done
+  watch_events on
+}
+
+# The gate off: the server sends everything and ignores the selector;
+# the same lines, the client drops the rest, and says so once.
+test_watch_client_filters() {
+  need_cluster || return
+  off_cluster || return
+  grep -q 'ShardedListAndWatch' "$OFF/apiserver.log" &&
+    { fail "the cluster without the gate has it"; return; }
+  watch_both off || return
+  # this cluster has pods and ReplicaSets in these namespaces only
+  nout=$(grep -c '^pods ' "$TMP/off.out")
+  for m in s p; do
+    assertEquals "said once: the client filters ($m)" 1 \
+      "$(grep -c 'the server does not filter by the shard selector' "$OUT.$m.log")"
+    assertEquals "nothing said of the server ($m)" 0 "$(grep -c 'the server filters' "$OUT.$m.log")"
+    assertEquals "dropped the pods out of the shard ($m)" 1 \
+      "$(grep -c "listed [0-9]* pods ($nout out of the shard dropped)" "$OUT.$m.log")"
+  done
+  watch_events off
+}
+
+# A relist after 410 on the server that sends everything: the difference
+# is printed for the shard only; objects out of it, deleted or not, were
+# never printed and are never DELETED.
+test_relist_prints_nothing_out_of_the_shard() {
+  need_cluster || return
+  off_cluster || return
+  NS_N=10 objects rl || { fail "unable to make the objects"; return; }
+  check_split rl
+  in=$(sed 's|.* ||; s|/.*||' "$TMP/rl.want" | head -1)
+  out=$(sed 's|.* ||; s|/.*||' "$TMP/rl.out" | head -1)
+  rs_bg rs-watch -v 2 --backoff-max 2s --shard-selector "$SEL" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "SYNCED" "wait_for 30 synced_n $OUT 1"
+  # the watch stopped while the server forgets its history: 410 after
+  kill -STOP "$w"
+  RS_CLUSTER_SHARDING=0 "$CLUSTER" restart-apiserver "$OFF"
+  kubectl -n "$in" delete pod p --wait=false >/dev/null
+  kubectl -n "$out" delete pod p --wait=false >/dev/null
+  pod "$out" added-out
+  pod "$in" added-in
+  RS_CLUSTER_SHARDING=0 "$CLUSTER" restart-apiserver "$OFF"
+  "$CLUSTER" compact "$OFF" >/dev/null
+  lines=$(wc -l <"$OUT")
+  kill -CONT "$w"
+  assertTrue "relisted after 410" "wait_for 60 grep -q 'relisting after 410' $OUT.log"
+  assertTrue "the relist's BOOKMARK" "wait_for 30 grep -q '\"BOOKMARK\"' $OUT"
+  tail -n +"$((lines + 1))" "$OUT" | sed '/"BOOKMARK"/q' >"$OUT.after"
+  assertEquals "the relist's difference: the shard's only" \
+    "ADDED $in/added-in
+DELETED $in/p" \
+    "$(jq -r 'select(.object) | "\(.type) \(.object.metadata.namespace)/\(.object.metadata.name)"' "$OUT.after" | sort)"
+  assertEquals "nothing out of the shard, ever" "" "$(all_in_shard "$OUT")"
+  assertEquals "no DELETED but the one" 1 "$(grep -c '"type":"DELETED"' "$OUT")"
+}
+
+test_selector_refused_before_any_request() {
+  rs-watch --shard-selector "shardRange(object.metadata.namespace, '0x0', '0x8000000000000000')" pods \
+    >/dev/null 2>"$TMP/err"
+  assertEquals "usage" 100 $?
+  assertTrue "why: $(cat "$TMP/err")" "grep -q 'invalid --shard-selector: hexStart must be a 0x-prefixed 16-digit' $TMP/err"
+}
+
+# ---- rs-apply's fence ----
+
+mk_rs() {  # NS NAME: a ReplicaSet of 3 replicas; its JSON in $TMP/NS.NAME.json
+  kubectl create -f - >/dev/null <<EOF || return 1
+{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"$2","namespace":"$1"},
+ "spec":{"replicas":3,"selector":{"matchLabels":{"app":"$2"}},
+  "template":{"metadata":{"labels":{"app":"$2"}},
+   "spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}}}
+EOF
+  kubectl get rs -n "$1" "$2" -o json >"$TMP/$1.$2.json"
+}
+
+# intents NS NAME [N]: create N (2), delete pod p1, a status, the end, as
+# rs-sync writes them (doc/intents.md).
+intents() {
+  owner=$(jq -c '{apiVersion:"apps/v1",kind:"ReplicaSet",namespace:.metadata.namespace,
+    name:.metadata.name,uid:.metadata.uid,resourceVersion:.metadata.resourceVersion}' "$TMP/$1.$2.json")
+  j() { jq -nc --arg op "$1" --arg key "$NS/$NAME" --argjson owner "$owner" --argjson x "$2" \
+    '{op:$op,key:$key,owner:$owner} + $x'; }
+  NS=$1 NAME=$2
+  j create "$(jq -c --argjson n "${3:-2}" '{count:$n,template:.spec.template}' "$TMP/$1.$2.json")"
+  j delete '{"pods":[{"name":"p1","uid":"u"}]}'
+  j status "$(jq -c '{object:(del(.metadata.managedFields) | .status = {"replicas":7}),
+    old_status:(.status // {})}' "$TMP/$1.$2.json")"
+  j end '{}'
+}
+
+# fenced_run NS SLOT_MS OTHERS_MS: the intents of NS/web through rs-apply
+# with a fence file whose slot of NS's bucket is now + SLOT_MS, the
+# others' now + OTHERS_MS.
+fenced_run() {
+  b=$(shardpy bucket $B "$1" | cut -d' ' -f2)
+  "$FENCE_TOOL" "$TMP/fence" $B create &&
+    "$FENCE_TOOL" "$TMP/fence" $B all "$3" &&
+    "$FENCE_TOOL" "$TMP/fence" $B set "$b" "$2" || { fail "fence-tool"; return 1; }
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-creations "$1/web" 2 >/dev/null
+  intents "$1" web | rs-apply -v 4 --no-queue --expectations "$RS_STATE_DIR/expectations" \
+    --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
+}
+
+# writes NS: what the server shows of the writes to NS: pods created (not
+# p1), p1 there or gone, the ReplicaSet's status.replicas (0 until
+# written), events.
+writes() {
+  printf '%s %s %s %s\n' \
+    "$(kubectl get pods -n "$1" -o json | jq '[.items[] | select(.metadata.name != "p1")] | length')" \
+    "$(kubectl get pod -n "$1" p1 -o name 2>/dev/null | wc -l)" \
+    "$(kubectl get rs -n "$1" web -o jsonpath='{.status.replicas}')" \
+    "$(kubectl get events -n "$1" -o json | jq '.items | length')"
+}
+
+test_fence_passed_sends_no_write() {
+  need_cluster || return
+  ns=$(new_ns fence)
+  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
+  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  # the namespace's bucket passed a second ago, every other live
+  fenced_run "$ns" -1000 60000
+  assertEquals "exit status" 0 $?
+  assertEquals "no pod created, p1 not deleted, status as it was (0), no event" "0 1 0 0" \
+    "$(writes "$ns")"
+  assertEquals "the ReplicaSet untouched" "$rv" \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "its creation expectation lowered" 0 \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
+  assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
+  assertTrue "the rest of the round not sent" \
+    "grep -q \"$ns/web: bucket [0-9]*'s Lease is not held (fence): nothing more is sent this round\" $TMP/apply.log"
+  assertEquals "no write request went out" 0 \
+    "$(grep -cE '(POST|PUT|PATCH|DELETE) /.*: [1-9][0-9]{2}' "$TMP/apply.log")"
+}
+
+test_fence_live_sends_the_writes() {
+  need_cluster || return
+  ns=$(new_ns fence)
+  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
+  # the namespace's bucket live for a minute, every other passed
+  fenced_run "$ns" 60000 -1000
+  assertEquals "exit status" 0 $?
+  assertTrue "written: 2 pods, p1 gone, status 7, events: $(writes "$ns")" \
+    "[ \"\$(writes $ns | cut -d' ' -f1-3)\" = '2 0 7' ] && [ \$(writes $ns | cut -d' ' -f4) -ge 3 ]"
+  assertTrue "synced" "grep -q '$ns/web: synced' $TMP/apply.log"
+  assertEquals "nothing fenced" 0 "$(grep -c 'not sent' "$TMP/apply.log")"
+}
+
+# The slot passes in the middle of a burst: 40 creates in slow-start
+# batches at 5 requests a second, the slot 2.5 s ahead. What left before
+# it is written; what waited in the client's rate limit then is not, nor
+# is the rest of the round (the delete, the status); the expectation is
+# lowered for every pod not created.
+test_fence_passing_stops_the_burst() {
+  need_cluster || return
+  ns=$(new_ns fence)
+  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
+  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
+  "$FENCE_TOOL" "$TMP/fence" $B create && "$FENCE_TOOL" "$TMP/fence" $B set "$b" 2500 ||
+    { fail "fence-tool"; return; }
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-creations "$ns/web" 40 >/dev/null
+  intents "$ns" web 40 | rs-apply -v 4 --no-queue --expectations "$RS_STATE_DIR/expectations" \
+    --kube-api-qps 5 --kube-api-burst 1 --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
+  assertEquals "exit status" 0 $?
+  set -- $(writes "$ns")
+  created=$1 p1=$2
+  assertTrue "some pods created before the slot passed: $created" "[ $created -ge 3 ]"
+  assertTrue "not all: $created" "[ $created -lt 40 ]"
+  assertEquals "the expectation lowered for the pods not created" "$created" \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
+  assertEquals "p1 not deleted" 1 "$p1"
+  assertEquals "the ReplicaSet untouched" "$rv" \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertTrue "creates refused as they left" "grep -q 'POST .*: 0 not sent: the Lease of bucket $b ' $TMP/apply.log"
+  assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
+}
+
+# The slot passes while a burst waits in the client's rate limit: ten
+# deletes sent at once at 2 requests a second, the slot 2 s ahead. Those
+# that leave before it reach the server; the rest are refused as they
+# leave (they were queued while the slot was live), their deletions let
+# go in the expectations, and the status is not sent.
+test_fence_read_as_writes_leave() {
+  need_cluster || return
+  ns=$(new_ns fence)
+  mk_rs "$ns" web || { fail "setup"; return; }
+  pods=
+  for i in $(seq 1 10); do pod "$ns" d$i; pods="$pods $ns/d$i"; done
+  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  # shellcheck disable=SC2086  # one argument a pod
+  "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-deletions "$ns/web" $pods >/dev/null
+  b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
+  "$FENCE_TOOL" "$TMP/fence" $B create && "$FENCE_TOOL" "$TMP/fence" $B set "$b" 2000 ||
+    { fail "fence-tool"; return; }
+  owner=$(jq -c '{apiVersion:"apps/v1",kind:"ReplicaSet",namespace:.metadata.namespace,
+    name:.metadata.name,uid:.metadata.uid,resourceVersion:.metadata.resourceVersion}' "$TMP/$ns.web.json")
+  { jq -nc --arg k "$ns/web" --argjson o "$owner" --arg p "$pods" \
+      '{op:"delete",key:$k,owner:$o,pods:[$p | split(" ")[] | select(. != "") | {name:(split("/")[1]),uid:"u"}]}'
+    jq -nc --arg k "$ns/web" --argjson o "$owner" --slurpfile rs "$TMP/$ns.web.json" \
+      '{op:"status",key:$k,owner:$o,object:($rs[0] | del(.metadata.managedFields) | .status = {"replicas":7}),old_status:{}}'
+    jq -nc --arg k "$ns/web" '{op:"end",key:$k}'; } |
+    rs-apply -v 4 --no-queue --expectations "$RS_STATE_DIR/expectations" \
+      --kube-api-qps 2 --kube-api-burst 1 --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
+  assertEquals "exit status" 0 $?
+  left=$(kubectl get pods -n "$ns" -o json |
+    jq -r '[.items[] | select(.metadata.deletionTimestamp == null) | .metadata.name] | sort | join(" ")')
+  n=$(echo "$left" | wc -w)
+  assertTrue "some deleted before the slot passed: $n left" "[ $n -le 8 ]"
+  assertTrue "not all, though queued while it was live: $n left" "[ $n -ge 1 ]"
+  assertEquals "refused as they left" "$n" "$(grep -c 'DELETE .*: 0 not sent: the Lease of bucket' "$TMP/apply.log")"
+  assertEquals "their deletions let go: the rest awaits the watch" \
+    "$(for p in $pods; do case " $left " in *" ${p#*/} "*) ;; *) echo "$p" ;; esac; done | sort | tr '\n' ' ')" \
+    "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq -r '.deleting | sort | join(" ")') "
+  assertEquals "the ReplicaSet untouched" "$rv" \
+    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+}
+
+test_fence_file_checked_at_start() {
+  rs-apply --no-queue --fence "$TMP/nofence" --shards 4 </dev/null 2>"$TMP/err"
+  assertEquals "no file yet: temporary" 111 $?
+  "$FENCE_TOOL" "$TMP/fence4" 4 create
+  rs-apply --no-queue --fence "$TMP/fence4" --shards 8 </dev/null 2>"$TMP/err"
+  assertEquals "another B: usage" 100 $?
+  assertTrue "why" "grep -q 'not a fence file of 8 buckets' $TMP/err"
+  rs-apply --no-queue --fence "$TMP/fence4" </dev/null 2>"$TMP/err"
+  assertEquals "--fence without --shards" 100 $?
+}
+
+. "$SHUNIT2"

@@ -1,0 +1,439 @@
+#!/bin/bash
+# Sharding (doc/sharding.md, issue 32) against the real test apiserver.
+# rs-lease --shards alone, with a prog that records the shard file it was
+# started with: B buckets split disjointly and fairly between copies; kill
+# -9 of a copy moves its buckets to the others no sooner than the lease
+# duration and soon after; a copy that joins gets its share, the others
+# giving theirs up; a copy with no bucket keeps no prog but stays; TERM
+# releases at once; a stale member Lease is deleted; --list; the flags.
+# Then the controller itself: SHARD_INSTANCES (3) copies of rs-queue +
+# rs-pipeline, each with its own state directory, over SHARD_NS (60)
+# namespaces of SHARD_RS_PER_NS (5) ReplicaSets: exact counts and no pod
+# created twice (a separate recorder watches the pods), across a kill -9,
+# a copy joining during a scale-up, and a copy cut off from the API server
+# (no write sent after its fence's deadline). Short timings throughout:
+# lease 4 s, renew deadline 3 s, retry 1 s.
+. "$(dirname "$0")/lib.sh"
+
+SHARD_INSTANCES=${SHARD_INSTANCES:-3}
+SHARD_NS=${SHARD_NS:-60}
+SHARD_RS_PER_NS=${SHARD_RS_PER_NS:-5}
+SHARD_B=${SHARD_B:-32}
+LEASE_DUR=4 RENEW=3
+TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadline ${RENEW}s --leader-elect-retry-period 1s --kill-after 1s"
+GROUP=grp
+LEASE_PIDS=
+
+now_ms() { date +%s%3N; }
+kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
+alive() {
+  _st=$(ps -o stat= -p "$1" 2>/dev/null)
+  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
+}
+dead() { ! alive "$1"; }
+
+# sprog.sh DIR: appends the shard file it was started with to DIR.starts,
+# its pid to DIR.pid, then sleeps.
+printf '#!/bin/sh\ncat "$RS_SHARD_FILE" >>"$1.starts"\necho $$ >"$1.pid.tmp" && mv "$1.pid.tmp" "$1.pid"\nexec sleep 600\n' >"$TMP/sprog.sh"
+
+# shard_bg ID NS B [FLAGS...]: rs-lease --shards B as ID in the background
+# over sprog.sh; files $TMP/ID.{json,fence,log,starts,pid}; pid in LEASE_PID.
+shard_bg() {
+  _id=$1 _ns=$2 _b=$3; shift 3
+  # shellcheck disable=SC2086
+  rs-lease -v 1 --lease-namespace "$_ns" --identity "$_id" --shards "$_b" \
+    --shard-file "$TMP/$_id.json" --fence "$TMP/$_id.fence" $TIMING "$@" \
+    "$GROUP" sh "$TMP/sprog.sh" "$TMP/$_id" 2>"$TMP/$_id.log" &
+  LEASE_PID=$!
+  LEASE_PIDS="$LEASE_PIDS $LEASE_PID"
+}
+
+# held ID: the buckets in ID's shard file, one line.
+held() { jq -r '.held | map(tostring) | join(" ")' "$TMP/$1.json" 2>/dev/null; }
+nheld() { jq -r '.held | length' "$TMP/$1.json" 2>/dev/null || echo 0; }
+nheld_is() { [ "$(nheld "$1")" = "$2" ]; }
+# lease_holders NS: "BUCKET HOLDER" a bucket Lease of the group.
+lease_holders() {
+  kubectl -n "$1" get leases -l "rs-controller.io/shard-group=$GROUP" -o json |
+    jq -r '.items[] | select(.metadata.name | test("-b-")) |
+      "\(.metadata.name | sub(".*-b-"; "") | tonumber) \(.spec.holderIdentity // "")"'
+}
+leases_held_by() { lease_holders "$1" | awk -v h="$2" '$2 == h { n++ } END { print n + 0 }'; }
+# fence_nonzero ID: the slots of ID's fence that are not 0, one line.
+fence_nonzero() {
+  od -An -v -j 64 -td8 -w8 "$TMP/$1.fence" | awk '$1 != 0 { printf "%s%d", s, NR - 1; s = " " }'
+}
+# split_ok B ID...: every bucket in exactly one shard file.
+split_ok() {
+  _b=$1; shift
+  for _i in "$@"; do held "$_i"; echo; done | tr ' ' '\n' | sed '/^$/d' | sort -n >"$TMP/split"
+  [ "$(wc -l <"$TMP/split")" -eq "$_b" ] && [ "$(sort -u -n "$TMP/split" | wc -l)" -eq "$_b" ] &&
+    [ "$(head -1 "$TMP/split")" = 0 ] && [ "$(tail -1 "$TMP/split")" = $((_b - 1)) ]
+}
+all_have() {  # all_have N ID...: each shard file holds N buckets
+  _n=$1; shift
+  for _i in "$@"; do nheld_is "$_i" "$_n" || return 1; done
+}
+starts() { grep -c '"generation"' "$TMP/$1.starts" 2>/dev/null || echo 0; }
+
+tearDown() {
+  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
+  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
+  LEASE_PIDS=
+  for f in "$TMP"/*.pid; do
+    [ -f "$f" ] || continue
+    _p=$(cat "$f")
+    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
+    rm -f "$f"
+  done
+  rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
+  stop_instances
+  rs_cleanup
+  # what a later suite's controller would otherwise list
+  [ -n "$RUN" ] && kubectl delete rs,pods -A -l "run=$RUN" --wait=false >/dev/null 2>&1
+  RUN=
+}
+
+oneTimeTearDown() {
+  stop_instances
+  rs_cleanup
+  if [ "${RS_KEEP_LOGS:-}" ] && [ -d "$TMP" ]; then cp -r "$TMP" "$RS_KEEP_LOGS"; fi
+  rm -rf "$RS_STATE_DIR"
+}
+
+test_usage() {
+  need_cluster || return
+  rs-lease --shards 0 g true >/dev/null 2>&1; assertEquals "0 buckets" 100 $?
+  rs-lease --shards 257 g true >/dev/null 2>&1; assertEquals "257 buckets" 100 $?
+  rs-lease --fence /tmp/x g true >/dev/null 2>&1; assertEquals "--fence without --shards" 100 $?
+  rs-lease --shard-file /tmp/x g true >/dev/null 2>&1; assertEquals "--shard-file without --shards" 100 $?
+  rs-lease --shards 4 "$(printf 'g%.0s' $(seq 1 64))" true >/dev/null 2>&1
+  assertEquals "a group name over 63 bytes" 100 $?
+  rs-lease --shards 4 --fence /tmp/x --leader-elect-lease-duration 4s \
+    --leader-elect-renew-deadline 3800ms --leader-elect-retry-period 1s g true >/dev/null 2>&1
+  assertEquals "a fence with no margin" 100 $?
+  rs-lease --shards 4 --leader-elect-lease-duration 3s \
+    --leader-elect-renew-deadline 3s g true >/dev/null 2>&1
+  assertEquals "the leader election's own check" 100 $?
+  rs-lease --list g true >/dev/null 2>&1; assertEquals "--list runs no prog" 100 $?
+  out=$(rs-lease --help); assertEquals "--help exits 0" 0 $?
+  assertContains "help names --shards" "$out" "--shards B"
+}
+
+# Three copies: the buckets split disjointly, 11/11/10 of 32 at most, the
+# Leases agree with the shard files, each fence has exactly its buckets.
+test_split_and_files() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  assertTrue "disjoint, all 12" "split_ok 12 a b c"
+  sleep 2
+  for id in a b c; do
+    assertEquals "$id's Leases" 4 "$(leases_held_by "$ns" $id)"
+    assertEquals "$id's fence has its buckets" "$(held $id)" "$(fence_nonzero $id)"
+    assertTrue "$id's prog runs" "alive $(cat "$TMP/$id.pid")"
+    assertEquals "$id's shard file is 0600" 600 "$(stat -c %a "$TMP/$id.json")"
+    assertEquals "$id's fence is 0600" 600 "$(stat -c %a "$TMP/$id.fence")"
+    assertEquals "$id's fence: a header and 12 slots" 160 "$(stat -c %s "$TMP/$id.fence")"
+  done
+  # The selector in the file is the held set's, as libcommon/shard makes it.
+  sel=$(jq -r .selector "$TMP/a.json")
+  assertContains "a's selector" "$sel" "shardRange(object.metadata.namespace, '0x"
+  assertEquals "3 members" 3 "$(kubectl -n "$ns" get leases -l rs-controller.io/shard-group=$GROUP \
+    -o name | grep -c -- "-m-")"
+  out=$(rs-lease --lease-namespace "$ns" --list "$GROUP")
+  assertEquals "--list: 12 buckets" 12 "$(echo "$out" | grep -c '^bucket ')"
+  assertEquals "--list: 3 live members" 3 "$(echo "$out" | grep -c '^member .* live ')"
+  assertEquals "--list: a holds 4" 4 "$(echo "$out" | grep -c '^bucket [0-9]* a live ')"
+}
+
+# kill -9 of a copy: its prog dies with it (the guard), the others take its
+# buckets once its Leases expired, not before, and restart their prog.
+test_kill9_moves_buckets() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; eval "p_$id=\$LEASE_PID"; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  sleep 2
+  sb=$(starts b)
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill9 "$p_a"
+  assertTrue "a's prog dies with it" "wait_for 5 dead $aprog"
+  assertTrue "b and c take a's buckets" "wait_for 30 all_have 6 b c"
+  dt=$(( $(now_ms) - t0 ))
+  echo "buckets moved $dt ms after kill -9"
+  assertTrue "disjoint, all 12" "split_ok 12 b c"
+  # a renewed at most a retry period (plus a fifth) before the kill.
+  assertTrue "not before the lease duration less a round ($dt ms)" "[ $dt -ge $(( LEASE_DUR * 1000 - 1200 )) ]"
+  assertTrue "within the lease duration and a few rounds ($dt ms)" "[ $dt -lt $(( LEASE_DUR * 1000 + 5000 )) ]"
+  assertTrue "b's prog restarted with its new set" "[ $(starts b) -gt $sb ]"
+  assertEquals "b's fence has its buckets" "$(held b)" "$(fence_nonzero b)"
+}
+
+# A fourth copy joins: ceil(12/4) = 3 each; the others give up their
+# surplus (after stopping prog) and the newcomer takes it.
+test_join_rebalances() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  for id in a b c; do shard_bg $id "$ns" 12; done
+  assertTrue "the buckets split 4/4/4" "wait_for 30 all_have 4 a b c"
+  shard_bg d "$ns" 12
+  assertTrue "3 each" "wait_for 30 all_have 3 a b c d"
+  assertTrue "disjoint, all 12" "split_ok 12 a b c d"
+  for id in a b c; do
+    assertContains "$id gave one up" "$(cat "$TMP/$id.log")" "released bucket"
+  done
+  sleep 3
+  for id in a b c d; do
+    assertEquals "$id's Leases" 3 "$(leases_held_by "$ns" $id)"
+    assertEquals "$id's fence has its buckets" "$(held $id)" "$(fence_nonzero $id)"
+  done
+}
+
+# More copies than buckets: the one left with none runs no prog but stays,
+# and takes a bucket when a holder goes (TERM: released at once).
+test_no_bucket_no_prog() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  shard_bg a "$ns" 2; pa=$LEASE_PID
+  assertTrue "a holds both" "wait_for 20 all_have 2 a"
+  shard_bg b "$ns" 2
+  assertTrue "1 each" "wait_for 20 all_have 1 a b"
+  shard_bg c "$ns" 2; pc=$LEASE_PID
+  sleep 6
+  assertTrue "c is alive" "alive $pc"
+  assertFalse "c runs no prog" "test -e $TMP/c.pid"
+  assertTrue "c's member counts: a and b still hold 1 each" "all_have 1 a b"
+  aprog=$(cat "$TMP/a.pid")
+  t0=$(now_ms)
+  kill -TERM "$pa"
+  wait "$pa"; rc=$?
+  assertEquals "TERM: exit 0" 0 "$rc"
+  assertTrue "a's prog stopped" "dead $aprog"
+  assertContains "a released its bucket" "$(cat "$TMP/a.log")" "released lease $ns/$GROUP-b-"
+  assertTrue "c takes it" "wait_for 15 test -s $TMP/c.pid"
+  dt=$(( $(now_ms) - t0 ))
+  assertTrue "released: taken before the lease would expire ($dt ms)" "[ $dt -lt $(( LEASE_DUR * 1000 )) ]"
+  assertTrue "1 each" "all_have 1 b c"
+}
+
+# A member Lease nobody renews is deleted after ten of its durations.
+test_stale_member_deleted() {
+  need_cluster || return
+  ns=$(new_ns shard)
+  kubectl -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: $GROUP-m-00000000deadbeef
+  labels: {rs-controller.io/shard-group: $GROUP}
+spec: {holderIdentity: ghost, leaseDurationSeconds: 1}
+YAML
+  shard_bg a "$ns" 4
+  assertTrue "a holds all 4 (the ghost expired)" "wait_for 20 all_have 4 a"
+  assertTrue "the ghost's Lease is deleted" \
+    "wait_for 30 sh -c '! kubectl -n $ns get lease $GROUP-m-00000000deadbeef'"
+  assertContains "a says so" "$(cat "$TMP/a.log")" "deleting the stale member lease"
+  assertTrue "a's own member Lease stays" \
+    "kubectl -n $ns get leases -l rs-controller.io/shard-group=$GROUP -o name | grep -q -- -m-"
+}
+
+# --- the controller, sharded ------------------------------------------------
+
+INSTANCES=
+RUN=
+# stop_instances: TERM to each instance's rs-lease (which stops its
+# pipeline and releases), then to its rs-queue.
+stop_instances() {
+  for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
+  for i in $INSTANCES; do
+    wait_for 20 dead "$(cat "$TMP/$i/lease.pid")" ||
+      kill -KILL "$(cat "$TMP/$i/lease.pid")" $(descendants "$(cat "$TMP/$i/lease.pid")") 2>/dev/null
+    kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  done
+  INSTANCES=
+}
+FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
+[ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
+APPLY_FLAGS=${SHARD_APPLY_FLAGS:--v 4 --kube-api-qps 50 --kube-api-burst 50}
+
+# descendants PID: every process under PID, deepest last.
+descendants() {
+  for _c in $(ps -o pid= --ppid "$1"); do echo "$_c"; descendants "$_c"; done
+}
+
+# start_instance ID [KUBECONFIG]: an instance as a pod of its own would be:
+# rs-queue and service/rs-pipeline with RS_SHARDS (so rs-lease --shards
+# over rs-watch | rs-sync | rs-apply), state in $TMP/ID/state, every log
+# in $TMP/ID/pipeline.log.
+start_instance() {
+  _d=$TMP/$1
+  mkdir -p "$_d/state"; chmod 0700 "$_d/state"
+  RS_STATE_DIR=$_d/state rs-queue serve --socket "$_d/state/queue.sock" 2>"$_d/queue.log" &
+  echo $! >"$_d/queue.pid"
+  wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
+  KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
+  RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
+  RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
+    "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
+  echo $! >"$_d/lease.pid"
+  INSTANCES="$INSTANCES $1"
+}
+
+# kill_instance ID: kill -9 of its rs-lease, everything under it and its
+# rs-queue, all at once, as when its pod's node dies.
+kill_instance() {
+  _l=$(cat "$TMP/$1/lease.pid")
+  _all="$_l $(descendants "$_l") $(cat "$TMP/$1/queue.pid")"
+  disown "$_l" 2>/dev/null; disown "$(cat "$TMP/$1/queue.pid")" 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -KILL $_all 2>/dev/null
+  INSTANCES=$(echo " $INSTANCES " | sed "s/ $1 / /")
+}
+
+# make_load N R: N namespaces of R ReplicaSets with 2 replicas each, their
+# pods labelled run=$RUN; the namespaces in NSES.
+make_load() {
+  RUN=r$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
+  # The number first: FNV-1a mixes a name's first bytes into the high
+  # bits the buckets go by, its last ones hardly (ns-1 .. ns-9 would all
+  # fall into one bucket).
+  NSES=$(seq -w 1 "$1" | sed "s/$/-$RUN/")
+  for n in $NSES; do
+    printf 'apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n' "$n"
+  done | kubectl apply -f - >/dev/null || return 1
+  for n in $NSES; do
+    for j in $(seq 1 "$2"); do
+      printf 'apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: rs-%s, namespace: %s, labels: {run: %s}}\nspec:\n  replicas: 2\n  selector: {matchLabels: {app: rs-%s}}\n  template:\n    metadata: {labels: {app: rs-%s, run: %s}}\n    spec: {containers: [{name: c, image: registry.k8s.io/pause:3.10}]}\n---\n' \
+        "$j" "$n" "$RUN" "$j" "$j" "$RUN"
+    done
+  done | kubectl apply -f - >/dev/null
+}
+
+# scale_all N: every ReplicaSet of the load to N replicas.
+scale_all() {
+  for n in $NSES; do kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & done
+  wait
+}
+
+# exact N: every ReplicaSet of the load has exactly N live pods, and no
+# pod of another RS-less group exists.
+exact() {
+  kubectl get pods -A -l "run=$RUN" -o json | jq -e --argjson n "$1" --argjson total "$2" '
+    [.items[] | select(.metadata.deletionTimestamp == null)] |
+    (length == $total) and
+    (group_by(.metadata.namespace + "/" + .metadata.labels.app) |
+      (length * $n == $total) and all(length == $n))' >/dev/null
+}
+
+# created: distinct pods of the load the recorder saw added; deleted: the
+# deletions it saw.
+created() {
+  jq -r --arg run "$RUN" 'select(.type == "ADDED" and .object.metadata.labels.run == $run) |
+    .object.metadata.uid' "$TMP/pods.ndjson" | sort -u | wc -l
+}
+deleted() {
+  jq -r --arg run "$RUN" 'select(.type == "DELETED" and .object.metadata.labels.run == $run) |
+    .object.metadata.uid' "$TMP/pods.ndjson" | sort -u | wc -l
+}
+# creators NS...: per namespace, how many instances logged a pod created
+# in it (rs-apply -v 4 "created pod NS/NAME").
+multi_creator_ns() {
+  for i in $ALL_INSTANCES; do
+    sed -n 's/.*rs-apply\] .*: created pod \([^/]*\)\/.*/\1/p' "$TMP/$i/pipeline.log" |
+      sort -u | sed "s/$/ $i/"
+  done | awk '{ n[$1]++ } END { for (k in n) if (n[k] > 1) print k }'
+}
+
+start_recorder() {
+  rs_bg rs-watch --backoff-initial 100ms --backoff-max 500ms pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+}
+
+# Three instances over the load: every ReplicaSet exact, each pod created
+# once, by one instance for each namespace, each instance owning a part.
+test_controller_sharded() {
+  need_cluster || return
+  LNS=$(new_ns shard)
+  start_recorder
+  ALL_INSTANCES=
+  for i in $(seq 1 "$SHARD_INSTANCES"); do
+    start_instance "i$i" || { fail "instance i$i"; return; }
+    ALL_INSTANCES="$ALL_INSTANCES i$i"
+  done
+  total=$(( SHARD_NS * SHARD_RS_PER_NS * 2 ))
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
+  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + total / 10 )) exact 2 $total"
+  sleep 3
+  assertTrue "still exact" "exact 2 $total"
+  assertEquals "each pod created once" "$total" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  files=$(for i in $ALL_INSTANCES; do printf '%s ' "$i/state/shards"; done)
+  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $files"
+  for i in $ALL_INSTANCES; do
+    assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod "
+  done
+  assertEquals "no namespace with pods created by two instances" "" "$(multi_creator_ns)"
+}
+
+# start_all N: recorder, N instances, the load at 2 replicas converged.
+start_all() {
+  LNS=$(new_ns shard)
+  start_recorder
+  ALL_INSTANCES=
+  for i in $(seq 1 "$1"); do
+    start_instance "i$i" || return 1
+    ALL_INSTANCES="$ALL_INSTANCES i$i"
+  done
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  wait_for $(( 60 + NRS / 5 )) exact 2 $(( NRS * 2 ))
+}
+all_files_cover() {  # all_files_cover ID...: their shard files split all buckets
+  split_ok "$SHARD_B" $(for i in "$@"; do printf '%s ' "$i/state/shards"; done)
+}
+
+# kill -9 of an instance in the middle of a scale-up (rs-apply slowed to
+# make it last): its buckets move to the others, which finish the work:
+# exact counts, no pod created twice, none deleted.
+test_controller_kill9() {
+  need_cluster || return
+  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  scale_all 4
+  sleep 2
+  assertContains "i1 is creating" "$(cat "$TMP/i1/pipeline.log")" "too few replicas"
+  t0=$(now_ms)
+  kill_instance i1
+  assertTrue "i2 and i3 own every bucket" "wait_for 30 all_files_cover i2 i3"
+  echo "buckets of the killed instance moved in $(( $(now_ms) - t0 )) ms"
+  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  sleep 3
+  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
+  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  assertNotNull "namespaces i1 began and another finished" "$(multi_creator_ns)"
+}
+
+# A fourth instance joins while a scale-up is in flight: 8 buckets each,
+# the others giving theirs up after stopping their pipeline; no pod
+# created twice.
+test_controller_join() {
+  need_cluster || return
+  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  scale_all 4
+  start_instance i4
+  ALL_INSTANCES="$ALL_INSTANCES i4"
+  assertTrue "four instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3 i4"
+  assertTrue "8 each" "wait_for 10 all_have 8 i1/state/shards i2/state/shards i3/state/shards i4/state/shards"
+  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  sleep 3
+  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
+  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+  assertContains "i4 created pods" "$(cat "$TMP/i4/pipeline.log")" "created pod "
+}
+
+. "$SHUNIT2"
