@@ -299,6 +299,15 @@ number(const char *s, const char *what)
 	return v;
 }
 
+/* The options of idle and writes: the agents, the window. */
+static const struct option window_opts[] = {
+	{ "agent", required_argument, NULL, 'a' },
+	{ "from", required_argument, NULL, 'f' },
+	{ "until", required_argument, NULL, 'u' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* idle */
 
 static int
@@ -346,13 +355,6 @@ stretch(struct stretches *s, double len, double t, const struct ev *left,
 static int
 cmd_idle(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "agent", required_argument, NULL, 'a' },
-		{ "from", required_argument, NULL, 'f' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct filter f = { .who = who_idle };
 	struct stretches s = { 0 };
 	struct evs all = { 0 };
@@ -363,7 +365,7 @@ cmd_idle(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vh", window_opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': f.agent = optarg; break;
 		case 'f': from = optarg; break;
@@ -597,13 +599,6 @@ cmd_reaction(int argc, char **argv)
 static int
 cmd_writes(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "agent", required_argument, NULL, 'a' },
-		{ "from", required_argument, NULL, 'f' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct filter f = { .who = who_idle, .names = 1 };
 	struct evs all = { 0 };
 	double t0 = -HUGE_VAL, t1 = HUGE_VAL;
@@ -611,7 +606,7 @@ cmd_writes(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "n:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:h", window_opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': f.agent = optarg; break;
 		case 'n': f.ns = optarg; break;
