@@ -79,6 +79,7 @@ struct key {
 	enum owner_check check;
 	char *check_err;               /* why adoption is refused */
 	unsigned long nreq;            /* requests sent this round (for -v) */
+	unsigned long moved;           /* pods created or deleted this round */
 	struct rs_exp_written wrote;   /* resource versions written this
 	                                  round, for rs-sync's guard */
 	int64_t round_ns;              /* when its first intent was read, 0:
@@ -187,7 +188,8 @@ struct fx_opts {
 };
 void fx_init(const struct fx_opts *o);
 /* DONE, then FORGET or RETRY, then AFTER (only without failure). */
-void fx_end(const char *key, int failed, int has_after, double after);
+void fx_end(const char *key, int failed, int moved, int has_after,
+    double after);
 /* Holds the expectations file locked shared from the first intent on, so a
  * starting rs-sync waits for this process before it drops the records. */
 void fx_hold(void);

@@ -170,6 +170,7 @@ create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 		char name[256];   /* a pod name is at most 253 bytes */
 
 		c->ok++;
+		c->k->moved++;
 		key_wrote(c->k, o, "pods", resp);
 		/* only the name is wanted: scanned, no tree built */
 		if (resp->body != NULL && rs_jscan_str(resp->body, resp->len,

@@ -31,6 +31,7 @@ delete_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	char buf[128];
 
 	if (rc == RS_OK) {
+		d->k->moved++;
 		rs_info(4, "%s: deleted pod %s/%s", d->k->name, o->ns, p->name);
 		event_record(o, "Normal", "SuccessfulDelete", "Deleted pod: %s",
 		    p->name);

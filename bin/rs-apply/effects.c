@@ -116,8 +116,12 @@ fx_init(const struct fx_opts *o)
 	(void)exp_ready();
 }
 
+/* A round that failed after it created or deleted pods was cut, not
+ * refused: its failures are forgotten before the RETRY, so that the key
+ * waits the first step of its backoff, not one that doubled with every
+ * round a run of faults cut (rs-apply(1), Rounds and retries). */
 void
-fx_end(const char *key, int failed, int has_after, double after)
+fx_end(const char *key, int failed, int moved, int has_after, double after)
 {
 	rs_code rc;
 
@@ -128,9 +132,10 @@ fx_end(const char *key, int failed, int has_after, double after)
 		return;
 	}
 	rc = rs_queue_done(queue, key);
-	if (rc == RS_OK)
-		rc = failed ? rs_queue_retry(queue, key) :
-		    rs_queue_forget(queue, key);
+	if (rc == RS_OK && (!failed || moved))
+		rc = rs_queue_forget(queue, key);
+	if (rc == RS_OK && failed)
+		rc = rs_queue_retry(queue, key);
 	if (rc == RS_OK && has_after && !failed)
 		rc = rs_queue_after(queue, after, key);
 	if (rc == RS_EIO) {

@@ -120,6 +120,7 @@ round_reset(struct key *k)
 	free(k->check_err);
 	k->check_err = NULL;
 	k->nreq = 0;
+	k->moved = 0;
 	k->round_ns = 0;
 	memset(&k->wrote, 0, sizeof k->wrote);
 }
@@ -133,7 +134,11 @@ key_end(struct key *k, struct intent *in)
 		k->failed = 1;
 		rs_info(2, "%s: rs-sync's cache is behind our writes, retry",
 		    k->name);
-	} else if (k->failed)
+	} else if (k->failed && k->moved > 0)
+		rs_info(2, "%s: sync failed after %lu pods created or deleted, "
+		    "retry with the failures forgotten (%lu requests)", k->name,
+		    k->moved, k->nreq);
+	else if (k->failed)
 		rs_info(2, "%s: sync failed, retry (%lu requests)", k->name,
 		    k->nreq);
 	else if (in->has_requeue)
@@ -144,7 +149,8 @@ key_end(struct key *k, struct intent *in)
 	if (!app.dry_run && k->wrote.n > 0)
 		fx_wrote(k->name, &k->wrote);
 	if (!app.dry_run)
-		fx_end(k->name, k->failed, in->has_requeue, in->requeue_after);
+		fx_end(k->name, k->failed, k->moved > 0, in->has_requeue,
+		    in->requeue_after);
 	latency_end(k, in);
 	round_reset(k);
 }

@@ -269,6 +269,7 @@ handle(struct server *s, struct conn *c, char *line, size_t len)
 	struct rsq_req r;
 	const char *why = rsq_parse(line, len, &r);
 	char num[32];
+	int64_t delay;
 	rs_code rc;
 
 	if (why != NULL) {
@@ -294,8 +295,14 @@ handle(struct server *s, struct conn *c, char *line, size_t len)
 		reply_code(s, c, rsq_forget(&s->q, r.key, r.keylen));
 		return;
 	case RSQ_RETRY:
-		reply_code(s, c, rsq_retry(&s->q, r.key, r.keylen, s->now,
-		    NULL));
+		rc = rsq_retry(&s->q, r.key, r.keylen, s->now, &delay);
+		/* how long a key is parked, and after how many failures in a
+		 * row: what an operator asks when a key seems stuck */
+		if (rc == RS_OK)
+			rs_info(3, "%.*s: failure %u in a row, retried in %.3f s",
+			    (int)r.keylen, r.key, rsq_failures(&s->q, r.key,
+			    r.keylen), delay / 1e9);
+		reply_code(s, c, rc);
 		break;
 	case RSQ_AFTER:
 		reply_code(s, c, rsq_after(&s->q, r.key, r.keylen, r.delay_ns,

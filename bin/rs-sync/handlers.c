@@ -309,23 +309,47 @@ event_synced(struct sync *s, const char *resource, const char *buf,
 	rs_info(1, "%s synced at resourceVersion '%s'", resource, slot);
 }
 
+void
+handlers_enqueue_all(struct sync *s)
+{
+	size_t i = 0;
+	const char *key;
+
+	while (rs_strmap_next(&s->cache.ctrls, &i, &key, NULL))
+		enqueue(s, key);
+}
+
 /* A BOOKMARK: every change up to its resourceVersion has been read. It
- * moves the read position only: no handler, nothing queued. One without
- * a resourceVersion says nothing. */
+ * moves the read position; one without a resourceVersion says nothing.
+ * One that ends a relist of the controllers (relist) stands for the
+ * update handler run on every listed controller, changed or not, as
+ * client-go's Replace runs it: updateRS queues each, with a plain add
+ * that takes a key parked in a long retry at once. The cache holds just
+ * the listed controllers by then (the relist's deletions come before).
+ * A relist of pods queues nothing more: updatePod passes over a pod
+ * whose resourceVersion did not change. */
 static void
 event_bookmark(struct sync *s, const char *resource, const char *buf,
-    struct rs_jspan rv)
+    struct rs_jspan rv, struct rs_jspan relist)
 {
 	char *slot = read_rv_slot(s, resource);
 
 	if (slot != NULL && rs_jscan_type(buf, rv) == RS_JSTRING)
 		read_rv_note(slot, buf, rv);
+	if (slot == s->read_rv_ctrls && s->synced_ctrls &&
+	    rs_jscan_type(buf, relist) == RS_JTRUE) {
+		rs_info(2, "%s relisted: queueing each of the %zu cached", resource,
+		    s->cache.ctrls.len);
+		handlers_enqueue_all(s);
+	}
 }
 
 /* What an event line is read for, each the first member of its name. */
-enum { E_TYPE, E_RESOURCE, E_OBJECT, E_AT, E_UNKNOWN, E_MANAGERS, E_RV, E_N };
+enum { E_TYPE, E_RESOURCE, E_OBJECT, E_AT, E_UNKNOWN, E_MANAGERS, E_RV,
+    E_RELIST, E_N };
 static const char *const event_names[E_N] = { "type", "resource", "object",
-    "at", "final_state_unknown", "ref_managers", "resourceVersion" };
+    "at", "final_state_unknown", "ref_managers", "resourceVersion",
+    "relist" };
 
 /* rs-watch's "at": when it read the event (absent from recordings older
  * than it, and from hand-written lines: 0). */
@@ -412,7 +436,7 @@ handle_event(struct sync *s, const char *line, size_t len)
 		goto out;
 	}
 	if (strcmp(type, "BOOKMARK") == 0) {
-		event_bookmark(s, res, line, f[E_RV]);
+		event_bookmark(s, res, line, f[E_RV], f[E_RELIST]);
 		goto out;
 	}
 	if (strcmp(type, "ADDED") != 0 && strcmp(type, "MODIFIED") != 0 &&

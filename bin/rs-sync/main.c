@@ -274,16 +274,6 @@ fresh_expectations(struct rs_exp *e, const struct opts *o)
 	return e;
 }
 
-static void
-resync_all(struct sync *s)
-{
-	size_t i = 0;
-	const char *key;
-
-	while (rs_strmap_next(&s->cache.ctrls, &i, &key, NULL))
-		sync_enqueue(s, key, 0);
-}
-
 /* upstream's ExponentialBuckets(0.25, 2, 6) */
 static const double age_ratio_le[] = { 0.25, 0.5, 1, 2, 4, 8 };
 
@@ -451,7 +441,7 @@ run_loop(struct sync *s, const struct opts *o)
 			}
 		}
 		if (next_resync && rs_mono_ns() >= next_resync) {
-			resync_all(s);
+			handlers_enqueue_all(s);
 			next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
 		}
 		rc = rs_queue_io(q);

@@ -516,9 +516,9 @@ event_emit(struct linebuf *b, const char *type, const char *resource,
 
 rs_code
 event_emit_rv(struct linebuf *b, const char *type, const char *resource,
-    const char *rv, int flush)
+    const char *rv, int relist, int flush)
 {
-	size_t need = strlen(type) + strlen(resource) + 64 + AT_MAX +
+	size_t need = strlen(type) + strlen(resource) + 80 + AT_MAX +
 	    linebuf_quoted_max(strlen(rv));
 	rs_code rc;
 
@@ -527,6 +527,8 @@ event_emit_rv(struct linebuf *b, const char *type, const char *resource,
 		return rc;
 	put_envelope(b, type, resource, 0);
 	linebuf_put_member(b, ",\"resourceVersion\":", rv);
+	if (relist)
+		linebuf_puts(b, ",\"relist\":true");
 	linebuf_put(b, "}", 1);
 	out_line(b->p, b->len, flush);
 	return RS_OK;

@@ -79,9 +79,10 @@ rs_code event_objid(const struct objtext *t, struct objid *id);
 rs_code event_emit(struct linebuf *b, const char *type, const char *resource,
     int final_state_unknown, const struct objtext *t, int flush);
 /* The same for a line without object that says how far the stream has
- * come (SYNCED, BOOKMARK): its resourceVersion. */
+ * come (SYNCED, BOOKMARK): its resourceVersion; relist marks the BOOKMARK
+ * that ends a relist ("relist":true after the resourceVersion). */
 rs_code event_emit_rv(struct linebuf *b, const char *type,
-    const char *resource, const char *rv, int flush);
+    const char *resource, const char *rv, int relist, int flush);
 /* DELETED with final_state_unknown, for an entry whose object is gone:
  * {"apiVersion","kind","metadata":{"name","namespace","uid","resourceVersion"}}. */
 rs_code event_emit_gone(struct linebuf *b, const char *resource,

@@ -160,6 +160,7 @@ list_done(struct reflector *r, const char *rv)
 	out_flush();
 	snprintf(r->rv, sizeof r->rv, "%s", rv);
 	r->ls.active = 0;
+	r->watches = 0;
 	free(r->ls.cont);
 	r->ls.cont = NULL;
 	if (r->ls.streaming)
@@ -183,9 +184,11 @@ list_complete(struct reflector *r, const char *rv)
 	if ((rc = list_done(r, rv)) != RS_OK)
 		return rc;
 	/* a relist printed only the difference, maybe nothing at all: either
-	 * way the consumer's position reaches the list's resourceVersion */
-	if ((rc = event_emit_rv(&r->buf, type, r->res.plural, r->rv, 1)) !=
-	    RS_OK)
+	 * way the consumer's position reaches the list's resourceVersion, and
+	 * its BOOKMARK says that every object was listed again, changed or
+	 * not, as client-go's Replace hands each to the update handler */
+	if ((rc = event_emit_rv(&r->buf, type, r->res.plural, r->rv,
+	    type[0] == 'B', 1)) != RS_OK)
 		return rc;
 	r->synced = 1;
 	return RS_OK;

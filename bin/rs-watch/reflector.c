@@ -177,6 +177,41 @@ stream_unfinished(struct reflector *r, rs_code rc, const struct watch_end *end,
 	list_restart(r, 0, 0);
 }
 
+/* A stream the server answered 2xx that then failed in transport (a
+ * reset, a read that timed out, the server gone): client-go's
+ * StreamWatcher takes an EOF, unexpected EOF or timeout for the watch's
+ * close, and the reflector watches again at once. */
+static int
+stream_cut(rs_code rc, const struct rs_kresp *resp)
+{
+	return (rc == RS_ENET || rc == RS_ETLS || rc == RS_ETIMEOUT) &&
+	    resp->code >= 200 && resp->code < 300;
+}
+
+/* 410: the resume point is gone, and a list is the cure; the server
+ * answered, so it relists at once (client-go waits one backoff step
+ * first, as its loop waits after every ListAndWatch). A server that
+ * refuses the version its own list just gave (the first watch after the
+ * list, nothing received) would make that a loop: that one waits. */
+static void
+expired(struct reflector *r, const struct watch_end *end,
+    const struct rs_kresp *resp)
+{
+	int again = r->watches == 1 && end->events == 0;
+
+	rs_info(1, "watch of %s from resourceVersion %s: %s; relisting "
+	    "after 410%s", r->res.plural, r->rv, end->expired ? end->why :
+	    resp->status.message, again ? " (the list's own version: after "
+	    "a backoff)" : "");
+	r->rv[0] = '\0';
+	if (again)
+		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+}
+
+/* A watch ended. Only what says the server is unwell waits a backoff step:
+ * a failure to connect or an error status (failed), a bad event, a stream
+ * that ended within a second with nothing in it. A stream that was
+ * established and then ended, cleanly or cut, is watched again at once. */
 static void
 do_watch(struct reflector *r)
 {
@@ -186,15 +221,12 @@ do_watch(struct reflector *r)
 	rs_code rc;
 
 	memset(&resp, 0, sizeof resp);
+	r->watches++;
 	rc = watch_run(r, &end, &resp);
 	if (listing && r->ls.active) {
 		stream_unfinished(r, rc, &end, &resp);
 	} else if (end.expired || (rc == RS_EAPI && resp.code == 410)) {
-		rs_info(1, "watch of %s from resourceVersion %s: %s; relisting "
-		    "after 410", r->res.plural, r->rv,
-		    end.expired ? end.why : resp.status.message);
-		r->rv[0] = '\0';
-		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+		expired(r, &end, &resp);
 	} else if (rc == RS_ENOMEM || rc == RS_ETOOBIG) {
 		no_room(r, "watch", rc);
 	} else if (rc == RS_EPARSE || (rc == RS_EAPI && end.why[0])) {
@@ -203,16 +235,22 @@ do_watch(struct reflector *r)
 		    end.why : resp.status.message[0] ? resp.status.message :
 		    rs_strerror(rc));
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
-	} else if (rc != RS_OK) {
+	} else if (rc != RS_OK && !stream_cut(rc, &resp)) {
 		failed(r, "watch", rc, &resp);
 	} else if (r->stop) {
 		rs_info(2, "watch of %s stopped", r->res.plural);
 	} else if (end.ns < 1000000000LL && end.events == 0) {
 		/* a server that closes every watch at once must not make us
 		 * spin (client-go: "very short watch") */
-		rs_warn("watch of %s ended at once with nothing received",
-		    r->res.plural);
+		rs_warn("watch of %s ended at once with nothing received%s%s",
+		    r->res.plural, rc != RS_OK ? ": " : "",
+		    rc != RS_OK ? resp.status.message : "");
 		sleep_ns(backoff_next(&r->bo, rs_mono_ns()));
+	} else if (rc != RS_OK) {
+		rs_info(1, "watch of %s cut after %.1f s and %ld events (%s); "
+		    "watching again", r->res.plural, end.ns / 1e9, end.events,
+		    resp.status.message[0] ? resp.status.message :
+		    rs_strerror(rc));
 	} else {
 		rs_info(2, "watch of %s ended after %.1f s and %ld events; "
 		    "watching again", r->res.plural, end.ns / 1e9, end.events);

@@ -8,9 +8,12 @@
  *   resourceVersion -> watch from it -> print each event and bookmark ->
  *   on stream end, watch again from the last resourceVersion seen; on 410,
  *   list again.
- * Failures wait (backoff with jitter, or the server's Retry-After) and
- * retry forever, as a controller's reflector does; only a first list that
- * the server answers 404 or 400 (no such resource, bad selector) is fatal.
+ * Failures to connect, to list or to start a watch wait (backoff with
+ * jitter, or the server's Retry-After) and retry forever, as a
+ * controller's reflector does; a watch that was established and then
+ * ended or was cut is started again at once, and a 410 relists at once.
+ * Only a first list that the server answers 404 or 400 (no such
+ * resource, bad selector) is fatal.
  *
  * The state the threads share with main is small: the hup flag (set by
  * main on SIGHUP, taken by the thread) and stop (ends the current watch
@@ -73,6 +76,8 @@ struct reflector {
 	struct listing ls;
 	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */
 	int synced;                      /* the first list is out */
+	long watches;                    /* watches started since the last
+	                                    list completed */
 	int stream_refused;              /* said once: the server refused one */
 	atomic_int hup;
 	volatile int stop;

@@ -124,7 +124,7 @@ on_bookmark(struct stream *s, const char *line, struct rs_jspan obj)
 		return ends_initial_events(line, obj) ?
 		    list_complete(r, rv) : RS_OK;
 	memcpy(r->rv, rv, sizeof rv);
-	return event_emit_rv(&r->buf, "BOOKMARK", r->res.plural, rv, 0);
+	return event_emit_rv(&r->buf, "BOOKMARK", r->res.plural, rv, 0, 0);
 }
 
 /* The event's type and object: the first member of each name, as cJSON's

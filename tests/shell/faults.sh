@@ -44,10 +44,11 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # start_proxy, proxy, apiserver_port
 . "$top/tests/env/proxy.sh"
 
-# queue_loop DIR: rs-queue serve, started again whenever it exits.
+# queue_loop DIR: rs-queue serve (with QUEUE_FLAGS), started again
+# whenever it exits.
 queue_loop() {
   while [ ! -e "$1/stop" ]; do
-    rs-queue serve --socket "$1/state/queue.sock" 2>>"$1/queue.log" &
+    rs-queue serve --socket "$1/state/queue.sock" ${QUEUE_FLAGS:-} 2>>"$1/queue.log" &
     echo $! >"$1/queue.pid"
     wait $!
     echo "$(now) rs-queue exited" >>"$1/restarts"
@@ -178,7 +179,8 @@ restarts_of() { grep -c "$2" "$1/restarts" 2>/dev/null || true; }
 
 oneTimeSetUp() {
   need_cluster || return 0
-  start_ctl "$C" "$RS_TEST_CLUSTER" || return 1
+  # -v 3: each RETRY logged with the key's failures in a row
+  QUEUE_FLAGS="-v 3" start_ctl "$C" "$RS_TEST_CLUSTER" || return 1
 }
 
 oneTimeTearDown() {
@@ -303,6 +305,42 @@ test_no_create_sent_twice_on_reset() {
   assertEquals "pods created beyond the creates attempted" 0 "$extra"
 }
 
+# --- a watch cut once established is started again at once ---------------
+
+# rs-watch behind a proxy, with a backoff step of 30-60 s: a stream that
+# was established and is then cut (the proxy resets it, as an apiserver
+# restart does) is watched again at once, as client-go's StreamWatcher
+# takes the cut for the stream's end; a pod created after the cut comes
+# within seconds. Refused connections still back off.
+test_cut_watch_resumes_at_once() {
+  need_cluster || return
+  d=$TMP/cutwatch
+  mkdir -p "$d"
+  start_proxy "$d" "$RS_TEST_CLUSTER" "$KUBECONFIG" || { fail "faultproxy did not start"; return; }
+  ns=$(new_ns cutwatch)
+  KUBECONFIG=$d/proxy.kubeconfig rs-watch -v 2 --backoff-initial 30s --backoff-max 60s \
+    -n "$ns" pods >"$d/out" 2>"$d/log" &
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 grep -q SYNCED $d/out"
+  sleep 2     # not a "very short watch": established for over a second
+  proxy cut "$d"
+  t_cut=$(now)
+  kubectl -n "$ns" run after-cut --image=example.invalid/none --restart=Never >/dev/null
+  assertTrue "the pod made after the cut comes in seconds, not after 30 s" \
+    "wait_for 10 grep -q after-cut $d/out"
+  figure "a cut watch: the next event $(since "$t_cut") s after the cut (backoff step 30-60 s)"
+  assertTrue "the cut was seen: $(grep -v '^I' "$d/log" | tail -2)" \
+    "grep -q 'watch of pods cut after' $d/log"
+  assertFalse "no backoff step for the cut" "grep -q 'retrying in' $d/log"
+  # the protection stands: connections refused wait the backoff
+  proxy down "$d"
+  assertTrue "a refused watch backs off 30 s or more" \
+    "wait_for 10 grep -Eq 'unable to watch pods: .*retrying in ([3-9][0-9]|1[0-9][0-9])\.' $d/log"
+  kill "$w" 2>/dev/null
+  wait "$w" 2>/dev/null
+  for p in $(cat "$d/pids"); do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+
 # --- etcd compacted under the watches, connections cut: 410 Gone ----------
 
 # own_up DIR [VAR=VALUE...]: a cluster of this test's own (etcd, apiserver),
@@ -380,6 +418,72 @@ test_watch_gone_during_churn() {
   expired=$(grep -c 'continue token of the .* list expired' "$OWN/pipeline.log")
   figure "410 Gone: $gone watches relisted, $expired lists restarted on an expired continue token"
   assertTrue "the watches saw 410 Gone and relisted ($gone)" "[ $gone -gt 0 ]"
+  own_down
+}
+
+# --- a relist wakes a key parked in a long retry ---------------------------
+
+# log_time FILE REGEX: the time (Unix seconds) of FILE's last info line
+# matching REGEX ("I1126 23:05:01.123456 prog] ...", UTC, this year).
+log_time() {
+  grep -E "$2" "$1" | tail -1 | awk -v y="$(date -u +%Y)" '{
+      printf "%s-%s-%s %s\n", y, substr($1, 2, 2), substr($1, 4, 2), $2 }' |
+    { read -r _t && date -u -d "$_t" +%s.%N; }
+}
+
+# queue_waiting DIR: keys waiting in DIR's rs-queue delay heap; one_waits
+# DIR: just one.
+queue_waiting() { rs-queue --queue "$1/state/queue.sock" stats | jq -r .waiting; }
+one_waits() { [ "$(queue_waiting "$1")" = 1 ]; }
+
+# A ReplicaSet whose creates are forbidden (a quota of 0 pods) fails its
+# rounds and is parked by rs-queue for 300 s (--base-delay 300s: the first
+# RETRY already waits that long; the issue saw 163.84 s after 17 failures
+# in a row at the default 5 ms). The quota goes, which the controller does
+# not watch; then the apiserver restarts and etcd is compacted, so that the
+# watches resume from a version that is gone: 410, relist. Nothing about
+# the ReplicaSet changed, yet the relist queues it, as client-go's Replace
+# calls updateRS on every listed ReplicaSet, and it converges while its
+# retry still waits. Without that, nothing would sync it before its retry
+# is due, 300 s after its failure.
+test_relist_wakes_a_parked_key() {
+  need_cluster || return
+  own_up "$TMP/parked" || return
+  QUEUE_FLAGS="-v 3 --base-delay 300s" start_ctl "$OWN" "$OWN_CLUSTER" ||
+    { fail "unable to start the controller"; return; }
+  ns=parked n=5
+  ok create namespace $ns >/dev/null
+  KUBECONFIG=$OWN_CLUSTER/kubeconfig quota_pods $ns 0
+  KUBECONFIG=$OWN_CLUSTER/kubeconfig make_rs $ns web $n
+  assertTrue "the creates were refused" \
+    "wait_for 60 grep -q '$ns/web: unable to create a pod' $OWN/pipeline.log"
+  assertTrue "the key is parked in rs-queue's delay heap" "wait_for 20 one_waits $OWN"
+  t_parked=$(now)
+  ok -n $ns delete quota q >/dev/null
+  sleep 2
+  assertEquals "no pod while parked" 0 "$(adds "$OWN" "$ns")"
+  tests/env/cluster restart-apiserver "$OWN_CLUSTER" >/dev/null 2>&1 ||
+    { fail "the apiserver did not come back"; own_down; return; }
+  tests/env/cluster compact "$OWN_CLUSTER" >/dev/null 2>&1
+  assertTrue "converged to $n pods after the relist, well before the retry is due" \
+    "wait_for 120 own_settled $ns web $n"
+  waiting=$(queue_waiting "$OWN")
+  left=$(awk -v a="$t_parked" -v b="$(now)" 'BEGIN { printf "%.0f", 300 - (b - a) }')
+  assertEquals "the parked retry still waits (due in about $left s)" 1 "$waiting"
+  assertTrue "the replicasets watch relisted after 410" \
+    "grep -q 'watch of replicasets .*relisting after 410' $OWN/pipeline.log"
+  assertEquals "one pipeline all along (a new one lists everything anew)" 1 \
+    "$(restarts_of "$OWN" 'pipeline start')"
+  sleep 2
+  assertEquals "pods created" "$n" "$(adds "$OWN" "$ns")"
+  # from the relist's end (rs-watch's log) to the last create the recorder
+  # saw (its "at"); the QPS floor of 5 creates at 20/s is 0.25 s
+  t_list=$(log_time "$OWN/pipeline.log" 'rs-watch\] listed [0-9]+ replicasets')
+  t_last=$(jq -r --arg ns $ns 'select(.type == "ADDED" and .object.metadata.namespace == $ns) | .at' \
+    "$OWN/pods.ndjson" | sort -n | tail -1)
+  [ -n "$t_list" ] && [ -n "$t_last" ] &&
+    figure "a key parked for 300 s: $n pods created $(awk -v a="$t_list" -v b="$t_last" \
+      'BEGIN { printf "%.2f", b - a }') s after the replicasets relist"
   own_down
 }
 
@@ -489,6 +593,44 @@ test_overload_429_and_5xx() {
   assertEquals "pods created" $(( n * 2 )) "$(adds "$OWN" "$ns")"
   assertEquals "pods deleted (a surplus)" 0 "$(deletes "$OWN" "$ns")"
   own_down
+}
+
+# --- a round cut after progress forgets the key's failures ----------------
+
+# retried DIR KEY N: DIR's rs-queue logged KEY's Nth RETRY in a row or a
+# later one; retried_first DIR KEY FROM: a first one, from line FROM of
+# its log on.
+retried() {
+  grep -oE "\] $2: failure [0-9]+ in a row" "$1/queue.log" |
+    awk -v n="$3" '$4 >= n { f = 1 } END { exit !f }'
+}
+retried_first() { tail -n +"$3" "$1/queue.log" | grep -qF "] $2: failure 1 in a row"; }
+
+# Rounds refused at once (a quota of 0 pods) pile up the key's failures,
+# as upstream's AddRateLimited does. Then the quota admits 2 of the 4: the
+# round creates 2 and fails on the third. Pods were created: that round
+# was cut, not refused, and rs-apply forgets the key's failures before its
+# RETRY (rs-apply(1), Rounds and retries), so the RETRY after it is the
+# first in a row again, not the next of the pile. Counts stay exact.
+test_progress_forgets_failures() {
+  need_cluster || return
+  ns=$(new_ns moved)
+  quota_pods "$ns" 0
+  make_rs "$ns" web 4
+  assertTrue "refused rounds pile up failures" "wait_for 30 retried $C $ns/web 4"
+  from=$(( $(wc -l <"$C/queue.log") + 1 ))
+  quota_pods "$ns" 2
+  assertTrue "2 pods within the quota" "wait_count $ns app=web 2 60"
+  assertTrue "the round that created them failed after progress" \
+    "wait_for 20 grep -q '$ns/web: sync failed after [0-9]* pods created or deleted' $C/pipeline.log"
+  assertTrue "its RETRY is the first in a row" "wait_for 10 retried_first $C $ns/web $from" ||
+    tail -n +"$from" "$C/queue.log" | grep "$ns/web" | head -5
+  quota_pods "$ns" 4
+  assertTrue "converged to 4 pods" "wait_for 60 settled $ns web 4"
+  sleep 2
+  assertEquals "pods created" 4 "$(adds "$C" "$ns")"
+  assertEquals "pods deleted" 0 "$(deletes "$C" "$ns")"
+  drain "$ns" web
 }
 
 # An idle rs-sync (caches synced, no key to serve) learns that the stage

@@ -88,8 +88,9 @@ max_object_rv() {
 }
 
 # A SYNCED or BOOKMARK line, whole: type, resource, at, resourceVersion (a
-# well-formed one: digits, no leading zero), nothing else.
-rv_line_re() { echo "^\\{\"type\":\"$1\",\"resource\":\"$2\",\"at\":[0-9]{10}\\.[0-9]{6},\"resourceVersion\":\"[1-9][0-9]*\"\\}\$"; }
+# well-formed one: digits, no leading zero), then TAIL (a relist's
+# BOOKMARK: ,"relist":true), nothing else.
+rv_line_re() { echo "^\\{\"type\":\"$1\",\"resource\":\"$2\",\"at\":[0-9]{10}\\.[0-9]{6},\"resourceVersion\":\"[1-9][0-9]*\"${3:-}\\}\$"; }
 
 # list_rv NS: the resourceVersion of a list of NS's pods, read now.
 list_rv() { kubectl get --raw "/api/v1/namespaces/$1/pods" | jq -r .metadata.resourceVersion; }
@@ -467,8 +468,13 @@ test_relist_after_410_reports_missed_deletions() {
     "$(jq -r .type "$OUT.after" | sed '/^BOOKMARK$/q' | tr '\n' ' ' | sed 's/ $//')"
   assertEquals "the relist's BOOKMARK carries its resourceVersion" "$relisted" \
     "$(rv_lines "$OUT.after" BOOKMARK | head -1)"
-  assertTrue "a whole BOOKMARK line: $(grep BOOKMARK "$OUT.after" | head -1)" \
-    "grep BOOKMARK $OUT.after | head -1 | grep -Eq '$(rv_line_re BOOKMARK pods)'"
+  assertTrue "a whole BOOKMARK line that says it ends a relist: $(grep BOOKMARK "$OUT.after" | head -1)" \
+    "grep BOOKMARK $OUT.after | head -1 | grep -Eq '$(rv_line_re BOOKMARK pods ',"relist":true')'"
+  assertTrue "the quiet relist's BOOKMARK says so too: $(head -1 "$OUT.quiet.after")" \
+    "head -1 $OUT.quiet.after | grep -Eq '$(rv_line_re BOOKMARK pods ',"relist":true')'"
+  assertEquals "one BOOKMARK with relist for each list after the first, no other" \
+    "$(( $(grep -cE "listed [0-9]+ pods in" "$OUT.log") - 1 ))" \
+    "$(jq -c 'select(.relist != null)' "$OUT" | grep -c '"BOOKMARK".*"relist":true}$')"
   assertTrue "the BOOKMARK is at or past every object printed: $relisted" \
     "[ $relisted -ge $(max_object_rv "$OUT") ]"
   assertTrue "the BOOKMARK is past the SYNCED" \

@@ -158,6 +158,36 @@ test_after_then_add(void **state)
 	assert_int_equal(rsq_next_due(&q), -1);
 }
 
+/* A key parked by a run of RETRYs (the 17th waits 5 ms * 2^16) is
+ * queued at once by an ADD, as a relist's update handler adds it in
+ * client-go; the ADD leaves its failures alone, and the parked retry
+ * still fires when due. */
+static void
+test_add_wakes_parked_retry(void **state)
+{
+	int64_t t = T0, d, parked;
+	int n;
+
+	for (n = 0; n < 16; n++) {
+		t += retry("ns/web", t);
+		assert_int_equal(rsq_tick(&q, t), 1);
+		assert_string_equal(get(RSQ_NONE, t), "ns/web");
+		assert_int_equal(done("ns/web", t), RS_OK);
+	}
+	d = retry("ns/web", t);
+	assert_int_equal(d, 5 * MS << 16);
+	parked = t + d;
+	assert_int_equal(rsq_tick(&q, t + SEC), 0);
+	add("ns/web", t + SEC);
+	assert_string_equal(get(RSQ_NONE, t + SEC), "ns/web");
+	assert_int_equal(rsq_failures(&q, "ns/web", 6), 17);
+	assert_int_equal(done("ns/web", t + 2 * SEC), RS_OK);
+	assert_int_equal(rsq_forget(&q, "ns/web", 6), RS_OK);
+	assert_int_equal(rsq_next_due(&q), parked);
+	assert_int_equal(rsq_tick(&q, parked), 1);
+	assert_string_equal(get(RSQ_NONE, parked), "ns/web");
+}
+
 /* The delayed add of a key still queued is absorbed by the dirty set. */
 static void
 test_after_while_queued(void **state)
@@ -473,6 +503,7 @@ main(void)
 		T(test_done_not_processing),
 		T(test_after_then_add),
 		T(test_after_while_queued),
+		T(test_add_wakes_parked_retry),
 		T(test_after_dedup),
 		T(test_after_order),
 		T(test_after_now),
