@@ -15,7 +15,8 @@
 #                               times; sets cluster, exports KUBECONFIG
 #   cluster_down                takes it down (its directory and log stay)
 #   start_ours DIR QPS BURST, start_ref DIR QPS BURST, stop_controller
-#                               the controller of a side (ctl_pids)
+#                               the controller of a side (ctl_pids), on
+#                               $ctl_kubeconfig (default: the cluster's)
 #   side_agents SIDE            the user agent prefixes of a side's requests
 #   metrics FILE, mutations, settle, audit_errors, until_calm
 #                               the API server's request counts; settle
@@ -37,6 +38,7 @@ die() { echo "$prog: fatal: $*" >&2; exit 111; }
 
 cluster=   # the cluster up now
 ctl_pids=  # the controller's processes
+ctl_kubeconfig=  # the controller's way to the server, if not the cluster's
 sampler=   # a procstat running
 
 # bench_setup TOOL...: the tools, the bench helpers named (built by make
@@ -184,11 +186,11 @@ start_ours() {  # DIR QPS BURST
   echo $! > "$d/queue.pid"
   for _ in $(seq 1 100); do [ -s "$d/queue.ready" ] && break; sleep 0.05; done
   [ -s "$d/queue.ready" ] || die "rs-queue did not start (log: $d/queue.log)"
-  { pidexec "$d/watch.pid" "$RSBIN/rs-watch" ${RS_BENCH_WATCH_WIRE---protobuf} --kubeconfig "$cluster/kubeconfig" \
+  { pidexec "$d/watch.pid" "$RSBIN/rs-watch" ${RS_BENCH_WATCH_WIRE---protobuf} --kubeconfig "${ctl_kubeconfig:-$cluster/kubeconfig}" \
       --kube-api-qps "$q" --kube-api-burst "$b" ${RS_BENCH_WATCH_FLAGS:-} \
       replicasets pods 2>"$d/watch.log" |
     pidexec "$d/sync.pid" "$RSBIN/rs-sync" ${RS_BENCH_SYNC_FLAGS:-} 2>"$d/sync.log" |
-    pidexec "$d/apply.pid" "$RSBIN/rs-apply" --kubeconfig "$cluster/kubeconfig" \
+    pidexec "$d/apply.pid" "$RSBIN/rs-apply" --kubeconfig "${ctl_kubeconfig:-$cluster/kubeconfig}" \
       --concurrency "$concurrency" --kube-api-qps "$q" --kube-api-burst "$b" \
       ${RS_BENCH_APPLY_FLAGS:-} >/dev/null 2>"$d/apply.log"; } &
   for _ in $(seq 1 100); do
@@ -203,7 +205,7 @@ start_ref() {  # DIR QPS BURST
   local d=$1 q=$2 b=$3
   pidexec "$d/kcm.pid" "$K8S_BIN/kube-controller-manager" \
     --controllers=replicaset --leader-elect=false \
-    --kubeconfig "$cluster/kubeconfig" --authentication-skip-lookup \
+    --kubeconfig "${ctl_kubeconfig:-$cluster/kubeconfig}" --authentication-skip-lookup \
     --bind-address 127.0.0.1 --secure-port 0 \
     --concurrent-replicaset-syncs "$concurrency" \
     --kube-api-qps "$q" --kube-api-burst "$b" ${RS_BENCH_KCM_FLAGS:-} >"$d/kcm.log" 2>&1 &

@@ -47,6 +47,15 @@
  *       -v, first one line per trigger in the order they were done:
  *       "lat_ms X start_ms Y VERB RESOURCE NAMESPACE/NAME" (NA if
  *       unmatched).
+ *   audit writes --agent PREFIX[,PREFIX...] [-n NAMESPACE] [--from T0]
+ *           [--until T1] LOG
+ *       The agents' pod writes done (stageTimestamp) in [T0, T1] (default:
+ *       the whole log), in NAMESPACE (default: all): creates and deletes
+ *       answered 2xx, rejected (pod creates and deletes answered
+ *       otherwise); and throttled: the agents' requests of any kind
+ *       answered 429 TooManyRequests. A request the server finished after
+ *       its client gave up is in the log all the same, so the counts are
+ *       the server's, not what the client believes.
  * LOG "-" is the standard input. Lines that are not JSON are skipped (and
  * counted on stderr): a log read while the API server writes may end in
  * half a line. Exit 0, 100 on usage, 111 on failure. */
@@ -69,7 +78,9 @@
 static const char usage_text[] =
     "usage: audit idle --agent PREFIX[,PREFIX...] --from T0 --until T1 [-v] LOG\n"
     "       audit reaction --trigger-agent PREFIX --agent PREFIX\n"
-    "           [--trigger pod-delete,rs-write] [-n NAMESPACE] [-v] LOG\n";
+    "           [--trigger pod-delete,rs-write] [-n NAMESPACE] [-v] LOG\n"
+    "       audit writes --agent PREFIX[,PREFIX...] [-n NAMESPACE] [--from T0]\n"
+    "           [--until T1] LOG\n";
 
 enum kind {
 	K_OTHER = 0,
@@ -83,6 +94,7 @@ struct ev {
 	double recv, done;      /* Unix seconds */
 	enum kind kind;
 	int who;                /* 1: the agent, 2: the trigger agent */
+	int code;               /* the answer's HTTP status (0: none) */
 	char *verb, *res, *ns, *name;   /* with filter.names only */
 };
 
@@ -167,7 +179,7 @@ struct filter {
 	int (*who)(const struct filter *f, const char *ua, const char *verb,
 	    enum kind k);
 	const char *agent, *trigger_agent;
-	const char *ns;         /* reaction: only this namespace (NULL: all) */
+	const char *ns;         /* reaction, writes: only this namespace (NULL: all) */
 	int triggers;           /* bit per enum kind */
 	int names;              /* keep verb, resource, namespace, name */
 };
@@ -232,6 +244,7 @@ read_log(const char *path, const struct filter *f, struct evs *out)
 		}
 		e.kind = k;
 		e.who = who;
+		e.code = (int)rs_json_int(o, 0, "responseStatus", "code", NULL);
 		if (f->names) {
 			e.verb = xstrdup(verb);
 			if (sub == NULL || *sub == '\0')
@@ -286,6 +299,15 @@ number(const char *s, const char *what)
 	return v;
 }
 
+/* The options of idle and writes: the agents, the window. */
+static const struct option window_opts[] = {
+	{ "agent", required_argument, NULL, 'a' },
+	{ "from", required_argument, NULL, 'f' },
+	{ "until", required_argument, NULL, 'u' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* idle */
 
 static int
@@ -333,13 +355,6 @@ stretch(struct stretches *s, double len, double t, const struct ev *left,
 static int
 cmd_idle(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "agent", required_argument, NULL, 'a' },
-		{ "from", required_argument, NULL, 'f' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct filter f = { .who = who_idle };
 	struct stretches s = { 0 };
 	struct evs all = { 0 };
@@ -350,7 +365,7 @@ cmd_idle(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "vh", window_opts, NULL)) != -1) {
 		switch (c) {
 		case 'a': f.agent = optarg; break;
 		case 'f': from = optarg; break;
@@ -579,6 +594,58 @@ cmd_reaction(int argc, char **argv)
 	return 0;
 }
 
+/* writes */
+
+static int
+cmd_writes(int argc, char **argv)
+{
+	struct filter f = { .who = who_idle, .names = 1 };
+	struct evs all = { 0 };
+	double t0 = -HUGE_VAL, t1 = HUGE_VAL;
+	long creates = 0, deletes = 0, rejected = 0, throttled = 0;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "n:h", window_opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': f.agent = optarg; break;
+		case 'n': f.ns = optarg; break;
+		case 'f': t0 = number(optarg, "--from"); break;
+		case 'u': t1 = number(optarg, "--until"); break;
+		case 'h': usage(0); break;
+		default: usage(100);
+		}
+	}
+	if (f.agent == NULL || *f.agent == '\0' || optind != argc - 1)
+		usage(100);
+	read_log(argv[optind], &f, &all);
+	for (size_t i = 0; i < all.n; i++) {
+		struct ev *e = &all.v[i];
+		int ok = e->code >= 200 && e->code < 300;
+
+		if (e->done >= t0 && e->done <= t1) {
+			throttled += e->code == 429;
+			if ((e->kind == K_POD_CREATE || e->kind == K_POD_DELETE) &&
+			    (f.ns == NULL || strcmp(e->ns, f.ns) == 0)) {
+				if (!ok)
+					rejected++;
+				else if (e->kind == K_POD_CREATE)
+					creates++;
+				else
+					deletes++;
+			}
+		}
+		free(e->verb);
+		free(e->res);
+		free(e->ns);
+		free(e->name);
+	}
+	printf("creates %ld\ndeletes %ld\nrejected %ld\nthrottled %ld\n",
+	    creates, deletes, rejected, throttled);
+	free(all.v);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -591,5 +658,7 @@ main(int argc, char **argv)
 		return cmd_idle(argc - 1, argv + 1);
 	if (strcmp(argv[1], "reaction") == 0)
 		return cmd_reaction(argc - 1, argv + 1);
+	if (strcmp(argv[1], "writes") == 0)
+		return cmd_writes(argc - 1, argv + 1);
 	usage(100);
 }

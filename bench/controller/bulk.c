@@ -24,12 +24,13 @@
  *       deletes that fraction of the pods of NS, chosen at random with
  *       SEED; --replace creates as many for the same owners, --status then
  *       writes the owners' statuses.
- *   wait COUNT READY [--timeout S]
+ *   wait COUNT READY [--timeout S] [--armed]
  *       watches the ReplicaSets of NS until there are COUNT, every one with
  *       status.replicas == spec.replicas and observedGeneration ==
  *       generation, and their readyReplicas add up to READY: reached only
  *       after having been false once, so that a state from before the
- *       action does not count.
+ *       action does not count. --armed: a state final from the start
+ *       counts (the wait begins after the action, at a fault's end).
  *   kick COUNT [--pause MS] [--timeout S]
  *       COUNT times: deletes a pod of NS, then waits until a watch on the
  *       pods of NS sees a new one (the controller's replacement) and
@@ -75,7 +76,7 @@ static const char usage_text[] =
     "  scale NAME REPLICAS [--pods] [--status]\n"
     "  ready [--status]\n"
     "  churn FRACTION SEED [--replace] [--status]\n"
-    "  wait COUNT READY [--timeout S]\n"
+    "  wait COUNT READY [--timeout S] [--armed]\n"
     "  kick COUNT [--pause MS] [--timeout S]\n";
 
 struct req {
@@ -839,6 +840,8 @@ cmd_wait(struct bulk *b, int argc, char **argv)
 	for (int i = 3; i < argc; i++) {
 		if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc)
 			timeout = atof(argv[++i]);
+		else if (strcmp(argv[i], "--armed") == 0)
+			w.armed = 1;
 		else
 			usage(100);
 	}

@@ -41,24 +41,8 @@ since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- the controller under test --------------------------------------------
 
-apiserver_port() { sed -n 's/^APISERVER_PORT=//p' "$1/env"; }
-
-# start_proxy DIR CLUSTER KUBECONFIG: a faultproxy in front of CLUSTER's
-# apiserver and DIR/proxy.kubeconfig, KUBECONFIG pointing at it (same CA:
-# the server cert names 127.0.0.1 whatever the port).
-start_proxy() {
-  _d=$1 _c=$2 _kc=$3 _port=$(apiserver_port "$2")
-  rm -f "$_d/proxy.port"
-  "$FAULTPROXY" -v 1 --control "$_d/proxy.ctl" --port-file "$_d/proxy.port" 0 "$_port" \
-    2>>"$_d/proxy.log" &
-  echo $! >>"$_d/pids"
-  wait_for 10 test -s "$_d/proxy.port" || return 1
-  sed "s#https://127.0.0.1:$_port#https://127.0.0.1:$(cat "$_d/proxy.port")#" \
-    "$_kc" >"$_d/proxy.kubeconfig"
-  chmod 0600 "$_d/proxy.kubeconfig"
-}
-
-proxy() { echo "$1" >"$2/proxy.ctl"; }
+# start_proxy, proxy, apiserver_port
+. "$top/tests/env/proxy.sh"
 
 # queue_loop DIR: rs-queue serve (with QUEUE_FLAGS), started again
 # whenever it exits.
@@ -573,26 +557,11 @@ metric_sum() {
     awk '{ s += $NF } END { printf "%d", s }'
 }
 
-# user_kubeconfig NAME: OWN_CLUSTER/NAME.kubeconfig for a user of the test
-# CA outside system:masters (which the in-flight limit exempts), bound to
-# cluster-admin by RBAC.
-user_kubeconfig() {
-  _c=$OWN_CLUSTER
-  openssl req -newkey rsa:2048 -nodes -subj "/O=rs-test/CN=$1" \
-    -keyout "$_c/$1.key" -out "$_c/$1.csr" 2>/dev/null &&
-  openssl x509 -req -in "$_c/$1.csr" -CA "$_c/ca.crt" -CAkey "$_c/ca.key" -CAcreateserial \
-    -days 1 -extfile "$_c/client.ext" -out "$_c/$1.crt" 2>/dev/null || return 1
-  sed -e "s#$_c/admin.crt#$_c/$1.crt#" -e "s#$_c/admin.key#$_c/$1.key#" \
-    "$_c/kubeconfig" >"$_c/$1.kubeconfig"
-  chmod 0600 "$_c/$1.kubeconfig" "$_c/$1.key"
-  ok create clusterrolebinding "$1" --clusterrole cluster-admin --user "$1" >/dev/null
-}
-
 test_overload_429_and_5xx() {
   need_cluster || return
   # a tiny in-flight limit: the controller's parallel writes get 429
   own_up "$TMP/over" RS_TEST_MAX_INFLIGHT=2 RS_TEST_MAX_MUTATING_INFLIGHT=1 || return
-  user_kubeconfig rs-controller || { fail "unable to make a user"; return; }
+  tests/env/cluster user "$OWN_CLUSTER" rs-controller || { fail "unable to make a user"; return; }
   APPLY_FLAGS="--kube-api-qps 0 --kube-api-burst 1000 --concurrency 64" \
     start_ctl "$OWN" "$OWN_CLUSTER" "$OWN_CLUSTER/rs-controller.kubeconfig" ||
     { fail "unable to start the controller"; return; }
