@@ -27,7 +27,7 @@ built() {
 }
 
 test_overlays_build() {
-  need_cluster || return 0   # kubectl maps the kinds by discovery
+  need_cluster || return   # kubectl maps the kinds by discovery
   local o n
   for o in $OVERLAYS; do
     n=$(built "$o" | wc -l)
@@ -36,7 +36,7 @@ test_overlays_build() {
 }
 
 test_server_dry_run() {
-  need_cluster || return 0
+  need_cluster || return
   local o out
   # the namespace first, for real: a namespaced object's dry run needs it
   kubectl apply -f "$top/deploy/base/namespace.yaml" >/dev/null
@@ -51,7 +51,7 @@ test_server_dry_run() {
 }
 
 test_control_plane_never_depends_on_itself() {
-  need_cluster || return 0
+  need_cluster || return
   local objs kinds ds
   objs=$(built control-plane)
   kinds=$(echo "$objs" | jq -r .kind | sort | tr '\n' ' ')
@@ -92,7 +92,7 @@ pods() {
 }
 
 test_pods_are_locked_down() {
-  need_cluster || return 0
+  need_cluster || return
   local p name c env_listen port probe
   pods >"$TMP/pods"
   assertEquals "three pod templates" 3 "$(wc -l <"$TMP/pods")"
@@ -121,7 +121,7 @@ test_pods_are_locked_down() {
 
 test_metrics_ports_apart() {
   # the DaemonSet's and the static pod's rs-metrics on one node's network
-  need_cluster || return 0
+  need_cluster || return
   local ds sp
   ds=$(pods | jq -r 'select(.name == "rs-controller" and .hostNetwork == true and (.serviceAccountName // "") != "") | .containers[0].livenessProbe.httpGet.port')
   sp=$(pods | jq -r 'select((.serviceAccountName // "") == "") | .containers[0].livenessProbe.httpGet.port')

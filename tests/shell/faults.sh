@@ -178,7 +178,7 @@ drain() {
 restarts_of() { grep -c "$2" "$1/restarts" 2>/dev/null || true; }
 
 oneTimeSetUp() {
-  need_cluster || return 0
+  need_cluster || return
   # -v 3: each RETRY logged with the key's failures in a row
   QUEUE_FLAGS="-v 3" start_ctl "$C" "$RS_TEST_CLUSTER" || return 1
 }

@@ -47,7 +47,7 @@ oneTimeTearDown() {
 }
 
 need_image() {
-  if [ -n "$SKIP" ]; then echo "skipped: $SKIP"; startSkipping; return 1; fi
+  if [ -n "$SKIP" ]; then skip_test "$SKIP"; return 1; fi
   need_cluster
 }
 

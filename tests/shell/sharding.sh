@@ -248,9 +248,11 @@ RUN=
 # pipeline and releases), then to its rs-queue.
 stop_instances() {
   for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
+  local pid
   for i in $INSTANCES; do
-    wait_for 20 dead "$(cat "$TMP/$i/lease.pid")" ||
-      kill -KILL "$(cat "$TMP/$i/lease.pid")" $(descendants "$(cat "$TMP/$i/lease.pid")") 2>/dev/null
+    pid=$(cat "$TMP/$i/lease.pid")
+    wait_for 20 dead "$pid" ||
+      kill -KILL "$pid" $(descendants "$pid") 2>/dev/null
     kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
   done
   INSTANCES=
