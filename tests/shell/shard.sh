@@ -127,12 +127,14 @@ watch_check() {
   assertEquals "nothing out of the shard, of any namespace" "" "$(all_in_shard "$2")"
 }
 
-# off_cluster: the cluster without the gate, started on first use.
+# off_cluster: the cluster without the gate, started on first use, with
+# an audit log (tests/env/cluster --audit) that counts the fence tests'
+# requests.
 off_cluster() {
   if [ -z "$OFF" ]; then
     OFF=$TMP/off
     for _try in 1 2 3; do
-      RS_CLUSTER_SHARDING=0 "$CLUSTER" up "$OFF" --owner $$ >"$OFF.log" 2>&1 && break
+      RS_CLUSTER_SHARDING=0 "$CLUSTER" up "$OFF" --owner $$ --audit >"$OFF.log" 2>&1 && break
       "$CLUSTER" down "$OFF" >/dev/null 2>&1
       [ $_try -eq 3 ] && { fail "unable to start a cluster without the gate: $(tail -3 "$OFF.log")"; OFF=; return 1; }
       sleep 1
@@ -299,6 +301,24 @@ fenced_run() {
     --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
 }
 
+# sent NS: the writes of rs-apply to NS that reached the server, from its
+# audit log, "verb resource[/subresource]" a line, sorted. A read made
+# after rs-apply exited marks the end: once it is logged, so is every
+# request of rs-apply (the log is written in the order requests end).
+sent() {
+  kubectl get namespace "$1" -o name >/dev/null
+  wait_for 20 logged "$1" || { echo "the marker never reached the audit log"; return; }
+  jq -r --arg ns "$1" 'select(.stage == "ResponseComplete" and (.userAgent | startswith("rs-apply"))
+      and .objectRef.namespace == $ns and (.verb | test("^(create|update|patch|delete)$")))
+    | "\(.verb) \(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end)"' \
+    "$OFF/audit.log" | sort
+}
+
+logged() {
+  jq -c --arg ns "$1" 'select(.stage == "ResponseComplete" and .verb == "get"
+    and .objectRef.resource == "namespaces" and .objectRef.name == $ns)' "$OFF/audit.log" | grep -q .
+}
+
 # writes NS: what the server shows of the writes to NS: pods created (not
 # p1), p1 there or gone, the ReplicaSet's status.replicas (0 until
 # written), events.
@@ -312,6 +332,7 @@ writes() {
 
 test_fence_passed_sends_no_write() {
   need_cluster || return
+  off_cluster || return
   ns=$(new_ns fence)
   mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
   rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
@@ -327,12 +348,12 @@ test_fence_passed_sends_no_write() {
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
   assertTrue "the rest of the round not sent" \
     "grep -q \"$ns/web: bucket [0-9]*'s Lease is not held (fence): nothing more is sent this round\" $TMP/apply.log"
-  assertEquals "no write request went out" 0 \
-    "$(grep -cE '(POST|PUT|PATCH|DELETE) /.*: [1-9][0-9]{2}' "$TMP/apply.log")"
+  assertEquals "no write reached the server" "" "$(sent "$ns")"
 }
 
 test_fence_live_sends_the_writes() {
   need_cluster || return
+  off_cluster || return
   ns=$(new_ns fence)
   mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
   # the namespace's bucket live for a minute, every other passed
@@ -342,6 +363,10 @@ test_fence_live_sends_the_writes() {
     "[ \"\$(writes $ns | cut -d' ' -f1-3)\" = '2 0 7' ] && [ \$(writes $ns | cut -d' ' -f4) -ge 3 ]"
   assertTrue "synced" "grep -q '$ns/web: synced' $TMP/apply.log"
   assertEquals "nothing fenced" 0 "$(grep -c 'not sent' "$TMP/apply.log")"
+  assertEquals "the writes reached the server" "create pods
+create pods
+delete pods
+update replicasets/status" "$(sent "$ns" | grep -v ' events$')"
 }
 
 # The slot passes in the middle of a burst: 40 creates in slow-start
@@ -351,6 +376,7 @@ test_fence_live_sends_the_writes() {
 # lowered for every pod not created.
 test_fence_passing_stops_the_burst() {
   need_cluster || return
+  off_cluster || return
   ns=$(new_ns fence)
   mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
   rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
@@ -371,6 +397,9 @@ test_fence_passing_stops_the_burst() {
   assertEquals "the ReplicaSet untouched" "$rv" \
     "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
   assertTrue "creates refused as they left" "grep -q 'POST .*: 0 not sent: the Lease of bucket $b ' $TMP/apply.log"
+  assertEquals "only those creates reached the server" "$created" \
+    "$(sent "$ns" | grep -c '^create pods$')"
+  assertEquals "no other write but events" "" "$(sent "$ns" | grep -v -e '^create pods$' -e ' events$')"
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
 }
 
@@ -381,6 +410,7 @@ test_fence_passing_stops_the_burst() {
 # go in the expectations, and the status is not sent.
 test_fence_read_as_writes_leave() {
   need_cluster || return
+  off_cluster || return
   ns=$(new_ns fence)
   mk_rs "$ns" web || { fail "setup"; return; }
   pods=
@@ -407,6 +437,9 @@ test_fence_read_as_writes_leave() {
   assertTrue "some deleted before the slot passed: $n left" "[ $n -le 8 ]"
   assertTrue "not all, though queued while it was live: $n left" "[ $n -ge 1 ]"
   assertEquals "refused as they left" "$n" "$(grep -c 'DELETE .*: 0 not sent: the Lease of bucket' "$TMP/apply.log")"
+  assertEquals "only the others reached the server" "$((10 - n))" \
+    "$(sent "$ns" | grep -c '^delete pods$')"
+  assertEquals "no other write but events" "" "$(sent "$ns" | grep -v -e '^delete pods$' -e ' events$')"
   assertEquals "their deletions let go: the rest awaits the watch" \
     "$(for p in $pods; do case " $left " in *" ${p#*/} "*) ;; *) echo "$p" ;; esac; done | sort | tr '\n' ' ')" \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq -r '.deleting | sort | join(" ")') "
