@@ -319,6 +319,17 @@ logged() {
     and .objectRef.resource == "namespaces" and .objectRef.name == $ns)' "$OFF/audit.log" | grep -q .
 }
 
+# fence_ns POD...: a namespace on the audited cluster with the ReplicaSet
+# web and these pods; sets ns, and rv, the ReplicaSet's resourceVersion.
+fence_ns() {
+  off_cluster || return 1
+  ns=$(new_ns fence) && mk_rs "$ns" web || { fail "setup"; return 1; }
+  for p in "$@"; do pod "$ns" "$p" || { fail "setup"; return 1; }; done
+  rv=$(rs_rv "$ns")
+}
+
+rs_rv() { kubectl get rs -n "$1" web -o jsonpath='{.metadata.resourceVersion}'; }
+
 # writes NS: what the server shows of the writes to NS: pods created (not
 # p1), p1 there or gone, the ReplicaSet's status.replicas (0 until
 # written), events.
@@ -332,17 +343,13 @@ writes() {
 
 test_fence_passed_sends_no_write() {
   need_cluster || return
-  off_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns p1 || return
   # the namespace's bucket passed a second ago, every other live
   fenced_run "$ns" -1000 60000
   assertEquals "exit status" 0 $?
   assertEquals "no pod created, p1 not deleted, status as it was (0), no event" "0 1 0 0" \
     "$(writes "$ns")"
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
   assertEquals "its creation expectation lowered" 0 \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
@@ -353,9 +360,7 @@ test_fence_passed_sends_no_write() {
 
 test_fence_live_sends_the_writes() {
   need_cluster || return
-  off_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
+  fence_ns p1 || return
   # the namespace's bucket live for a minute, every other passed
   fenced_run "$ns" 60000 -1000
   assertEquals "exit status" 0 $?
@@ -376,10 +381,7 @@ update replicasets/status" "$(sent "$ns" | grep -v ' events$')"
 # lowered for every pod not created.
 test_fence_passing_stops_the_burst() {
   need_cluster || return
-  off_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns p1 || return
   b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
   "$FENCE_TOOL" "$TMP/fence" $B create && "$FENCE_TOOL" "$TMP/fence" $B set "$b" 2500 ||
     { fail "fence-tool"; return; }
@@ -394,8 +396,7 @@ test_fence_passing_stops_the_burst() {
   assertEquals "the expectation lowered for the pods not created" "$created" \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
   assertEquals "p1 not deleted" 1 "$p1"
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
   assertTrue "creates refused as they left" "grep -q 'POST .*: 0 not sent: the Lease of bucket $b ' $TMP/apply.log"
   assertEquals "only those creates reached the server" "$created" \
     "$(sent "$ns" | grep -c '^create pods$')"
@@ -410,12 +411,8 @@ test_fence_passing_stops_the_burst() {
 # go in the expectations, and the status is not sent.
 test_fence_read_as_writes_leave() {
   need_cluster || return
-  off_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web || { fail "setup"; return; }
-  pods=
-  for i in $(seq 1 10); do pod "$ns" d$i; pods="$pods $ns/d$i"; done
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns d1 d2 d3 d4 d5 d6 d7 d8 d9 d10 || return
+  pods=$(for i in $(seq 1 10); do printf ' %s/d%s' "$ns" $i; done)
   # shellcheck disable=SC2086  # one argument a pod
   "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-deletions "$ns/web" $pods >/dev/null
   b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
@@ -443,8 +440,7 @@ test_fence_read_as_writes_leave() {
   assertEquals "their deletions let go: the rest awaits the watch" \
     "$(for p in $pods; do case " $left " in *" ${p#*/} "*) ;; *) echo "$p" ;; esac; done | sort | tr '\n' ' ')" \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq -r '.deleting | sort | join(" ")') "
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
 }
 
 test_fence_file_checked_at_start() {
