@@ -275,7 +275,8 @@ test_renew_deadline() {
   # renewTime written marks
   assertTrue "TERM once the renew deadline passed since the last renewal ($dt ms)" \
     "[ $dt -ge 9500 ] && [ $dt -lt 11000 ]"
-  assertTrue "SIGKILL --kill-after (1 s) after TERM ($dk ms)" "[ $dk -ge 1000 ] && [ $dk -lt 2000 ]"
+  # (the prog writes its TERM time once its trap runs, a little late)
+  assertTrue "SIGKILL --kill-after (1 s) after TERM ($dk ms)" "[ $dk -ge 900 ] && [ $dk -lt 2000 ]"
   wait "$a"; rc=$?
   assertEquals "a exits 111" 111 "$rc"
   assertContains "a says why" "$(cat "$TMP/a.log")" "lost lease $ns/lk: no renewal succeeded within the renew deadline"
