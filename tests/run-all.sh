@@ -124,7 +124,9 @@ fi
 # node's prerequisites fail, the suites run without it and skip, saying why.
 if [ "$what" = node ]; then
   kind=node
-  suites=${*:-$(ls tests/node/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
+  # node.sh first: the node alone, before anything runs on it
+  suites=${*:-$(ls tests/node/*.sh 2>/dev/null | grep -v '/lib\.sh$' |
+    awk '/\/node\.sh$/ { print; next } { l = l $0 "\n" } END { printf "%s", l }')}
   exec 9>/tmp/rs-controller-test-node.lock
   flock -n 9 || { echo "node: waiting for another node run to end"; flock 9; }
   logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX)
