@@ -11,13 +11,14 @@ cd "$top"
 what=${1:-all}; [ $# -gt 0 ] && shift
 BUILD=${BUILD:-build}
 export RS_BIN="$top/$BUILD/bin" PATH="$top/$BUILD/bin:$PATH"
-passed=0 failed=0 failures=
+passed=0 failed=0 skipped=0 failures=
 
 count_shunit() {  # reads a suite log; adds its tests to the totals
   r=$(grep -E '^Ran [0-9]+ tests?\.' "$1" | tail -1 | sed -E 's/^Ran ([0-9]+).*/\1/')
   f=$(grep -E '^FAILED \(failures=[0-9]+' "$1" | tail -1 | sed -E 's/.*failures=([0-9]+).*/\1/')
-  r=${r:-0}; f=${f:-0}
-  passed=$((passed + r - f)); failed=$((failed + f))
+  s=$(grep -oE 'skipped=[0-9]+' "$1" | tail -1 | sed 's/.*=//')
+  r=${r:-0}; f=${f:-0}; s=${s:-0}
+  passed=$((passed + r - f - s)); failed=$((failed + f)); skipped=$((skipped + s))
 }
 
 # run_units DIR LABEL [ENV...]: every unit program of DIR into the totals.
@@ -161,5 +162,5 @@ if [ "$what" = node ]; then
 fi
 
 [ -n "$failures" ] && echo "failed:$failures"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed$([ $skipped -gt 0 ] && echo ", $skipped skipped")"
 [ "$failed" -eq 0 ]

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
-  need_node || return 0
+  have_node || return 0
   NS=$(node_ns node) || fail "no namespace"
 }
 
