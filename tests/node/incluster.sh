@@ -346,7 +346,10 @@ test_graceful_stop_hands_over() {
   rel=$1 acq=$2
   ms=$(ms_between "$(secs "$rel")" "$(secs "$acq")")
   echo "graceful stop: released $rel, taken $acq: $ms ms" >&2
-  assertTrue "taken $ms ms after the release, under 2 s" "[ $ms -lt 2000 ]"
+  # issue 31 asks for under 2 s; a candidate that reads the Lease every
+  # retry period plus up to 1.2 of it (rs-lease(1), client-go's timing)
+  # sees the release 0 to 2.2 retry periods after it
+  assertTrue "taken $ms ms after the release, under 2 s (retry period $(retry_period) s)" "[ $ms -lt 2000 ]"
   wait_for 60 eval '! kill -0 $logs 2>/dev/null'
   kill $logs 2>/dev/null; wait $logs 2>/dev/null || true
   if grep -iE 'fatal|error|warning' "$TMP/stopped.log" >&2; then
