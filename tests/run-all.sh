@@ -60,6 +60,8 @@ report() {
     failures="$failures ${kind:-shell}/$1"; cat "$2"
   else
     grep -E '^(Ran|OK)' "$2" | tail -2 | sed 's/^/  /'
+    # a suite's timings, when it prints some (lines "figure: ...")
+    grep '^figure: ' "$2" | sed 's/^/  /'
   fi
   echo "${kind:-shell} $1: done in $4 s${5:-}"
 }
