@@ -104,6 +104,8 @@ report() {
     failed=$((failed + 1)) failures="$failures $1(exit $3)"
     counts="$counts, exit status $3"
   fi
+  # a passing suite's timings, when it prints some (lines "figure: ...")
+  grep -q '^fail' "$2.res" || [ "$3" -ne 0 ] || grep '^figure: ' "$2" | sed 's/^/  /'
   if grep -q '^fail' "$2.res" || [ "$3" -ne 0 ]; then cat "$2"; fi
   echo "${kind:-shell} $1: $counts in $4 s${5:-}"
 }
@@ -190,7 +192,9 @@ fi
 # (which fails under CI).
 if [ "$what" = node ]; then
   kind=node
-  suites=${*:-$(ls tests/node/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
+  # node.sh first: the node alone, before anything runs on it
+  suites=${*:-$(ls tests/node/*.sh 2>/dev/null | grep -v '/lib\.sh$' |
+    awk '/\/node\.sh$/ { print; next } { l = l $0 "\n" } END { printf "%s", l }')}
   exec 9>/tmp/rs-controller-test-node.lock
   flock -n 9 || { echo "node: waiting for another node run to end"; flock 9; }
   logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX)

@@ -19,7 +19,7 @@ IMAGE_TAR=${RS_IMAGE_TAR:-$top/build/image/rs-controller.tar}
 SEL=app.kubernetes.io/name=rs-controller
 LEASE=rs-controller-replicaset
 
-# need_image: skip without the image, saying how to make it.
+# need_image: skip without a node or the image, saying how to make it.
 need_image() {
   need_node || return 1
   [ -f "$IMAGE_TAR" ] && return 0
@@ -28,7 +28,7 @@ need_image() {
 }
 
 oneTimeSetUp() {
-  need_image || return 0
+  have_node && [ -f "$IMAGE_TAR" ] || return 0
   . "$RS_TEST_CLUSTER/env"
   case ,$KCM_CONTROLLERS, in
     *,replicaset-controller,*|*,replicationcontroller-controller,*)
@@ -37,7 +37,7 @@ oneTimeSetUp() {
   local t0
   t0=$(now_ms)
   $CTR images import "$IMAGE_TAR" >"$TMP/import.log" 2>&1 || { fail "ctr import"; cat "$TMP/import.log" >&2; }
-  echo "image imported into containerd in $(( $(now_ms) - t0 )) ms" >&2
+  echo "figure: image imported into containerd in $(( $(now_ms) - t0 )) ms" >&2
   # the recorder and the Lease's history
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
   kubectl create namespace rs-controller >/dev/null 2>&1
@@ -140,7 +140,7 @@ test_daemonset_pod_runs_ready_with_its_token() {
     fail "the DaemonSet's pod not Ready"
     kubectl -n rs-controller describe pods >&2; return; }
   p=$(ds_pod); name=${p% *}
-  echo "DaemonSet pod $name Ready $(( $(now_ms) - t0 )) ms after apply -k" >&2
+  echo "figure: DaemonSet pod $name Ready $(( $(now_ms) - t0 )) ms after apply -k" >&2
   # the kubelet projected the service account's token: the pipeline runs on it
   assertEquals "service account" rs-controller "$(kubectl -n rs-controller get pod "$name" -o jsonpath='{.spec.serviceAccountName}')"
   assertNotNull "projected token volume" "$(kubectl -n rs-controller get pod "$name" -o json |
@@ -168,7 +168,7 @@ test_scale_up_exact() {
   t0=$(now_ms)
   kubectl -n "$ns" scale rs web --replicas 40 >/dev/null
   wait_for 60 converged "$ns" web 40 || fail "not 40 pods: $(count_live "$ns" app=web)"
-  echo "0 -> 40 converged in $(( $(now_ms) - t0 )) ms" >&2
+  echo "figure: 0 -> 40 converged in $(( $(now_ms) - t0 )) ms" >&2
   sleep 3
   assertEquals "pods created" 40 "$(created "$ns")"
   assertEquals "pods live" 40 "$(count_live "$ns" app=web)"
@@ -186,7 +186,7 @@ test_all_pods_deleted_come_back() {
   t0=$(now_ms)
   kubectl -n rs-controller delete pods -l "$SEL" --grace-period 0 --force >/dev/null 2>&1
   wait_for 90 ds_ready_new "$old" || { fail "no new DaemonSet pod Ready"; kubectl -n rs-controller get pods -o wide >&2; return; }
-  echo "all rs-controller pods deleted: a new one Ready in $(( $(now_ms) - t0 )) ms" >&2
+  echo "figure: all rs-controller pods deleted: a new one Ready in $(( $(now_ms) - t0 )) ms" >&2
   # meanwhile nothing created pods in ns
   assertEquals "pods created while none ran" 40 "$(created "$ns")"
   victims=$(kubectl -n "$ns" get pods -l app=web -o name | head -5)
@@ -204,28 +204,11 @@ test_all_pods_deleted_come_back() {
 static_pod() {
   local d=$TMP/static
   mkdir -p "$d"
-  printf 'extendedKeyUsage=clientAuth\n' >"$d/ext"
-  openssl req -newkey rsa:2048 -nodes -subj "/CN=rs-controller" -keyout "$d/key" -out "$d/csr" 2>/dev/null &&
-  openssl x509 -req -in "$d/csr" -CA "$RS_TEST_CLUSTER/ca.crt" -CAkey "$RS_TEST_CLUSTER/ca.key" \
-    -CAcreateserial -CAserial "$d/srl" -days 1 -extfile "$d/ext" -out "$d/crt" 2>/dev/null || return 1
-  cat >"$d/rs-controller.conf" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: https://127.0.0.1:$APISERVER_PORT
-    certificate-authority-data: $(base64 -w0 "$RS_TEST_CLUSTER/ca.crt")
-users:
-- name: rs-controller
-  user:
-    client-certificate-data: $(base64 -w0 "$d/crt")
-    client-key-data: $(base64 -w0 "$d/key")
-contexts:
-- name: c
-  context: {cluster: c, user: rs-controller}
-current-context: c
-KC
+  client_cert "$RS_TEST_CLUSTER" "$d/user" "/CN=rs-controller" || return 1
+  kubeconfig_write "$d/rs-controller.conf" "https://127.0.0.1:$APISERVER_PORT" \
+    "    certificate-authority-data: $(base64 -w0 "$RS_TEST_CLUSTER/ca.crt")" \
+    "    client-certificate-data: $(base64 -w0 "$d/user.crt")
+    client-key-data: $(base64 -w0 "$d/user.key")" || return 1
   chown 65532:65532 "$d/rs-controller.conf" && chmod 0600 "$d/rs-controller.conf"
   kubectl apply -k "$top/deploy/static-pod" >/dev/null || return 1
   sed "s|/etc/kubernetes/rs-controller.conf|$d/rs-controller.conf|" \
@@ -321,11 +304,11 @@ test_failover_kill9() {
   [ -n "$last" ] && [ -n "$acq" ] || { fail "no renewal or acquisition recorded"; cat "$TMP/leases.log" >&2; return; }
   ms=$(ms_between "$(secs "$last")" "$(secs "$acq")")
   retry=$(retry_period); retry=${retry:-2}
-  echo "kill -9 ($port): last renewal $last, next acquireTime $acq: $ms ms; kill to acquireTime $(ms_between "$t_kill" "$(secs "$acq")") ms (lease duration $dur s, retry period $retry s)" >&2
+  echo "figure: kill -9 ($port): last renewal $last, next acquireTime $acq: $ms ms; kill to acquireTime $(ms_between "$t_kill" "$(secs "$acq")") ms (lease duration $dur s, retry period $retry s)" >&2
   assertTrue "hand-over $ms ms within the lease duration $dur s + 2.2 x $retry s" \
     "[ $ms -ge $(( dur * 1000 - 100 )) ] && [ $ms -le $(( dur * 1000 + retry * 2200 )) ]"
   wait_for 30 leader_port || fail "no pod's log names the new holder $(lease_holder)"
-  echo "the new holder is the pod of port $(leader_port)" >&2
+  echo "figure: the new holder is the pod of port $(leader_port)" >&2
   wait_for 60 converged "$ns" web 25 || fail "not 25 pods: $(count_live "$ns" app=web)"
   sleep 3
   assertEquals "pods created" 25 "$(created "$ns")"
@@ -360,8 +343,11 @@ test_graceful_stop_hands_over() {
   set -- $(released_after "$n")
   rel=$1 acq=$2
   ms=$(ms_between "$(secs "$rel")" "$(secs "$acq")")
-  echo "graceful stop: released $rel, taken $acq: $ms ms" >&2
-  assertTrue "taken $ms ms after the release, under 2 s" "[ $ms -lt 2000 ]"
+  echo "figure: graceful stop: released $rel, taken $acq: $ms ms" >&2
+  # issue 31 asks for under 2 s; a candidate that reads the Lease every
+  # retry period plus up to 1.2 of it (rs-lease(1), client-go's timing)
+  # sees the release 0 to 2.2 retry periods after it
+  assertTrue "taken $ms ms after the release, under 2 s (retry period $(retry_period) s)" "[ $ms -lt 2000 ]"
   wait_for 60 eval '! kill -0 $logs 2>/dev/null'
   kill $logs 2>/dev/null; wait $logs 2>/dev/null || true
   if grep -iE 'fatal|error|warning' "$TMP/stopped.log" >&2; then

@@ -3,13 +3,16 @@
 # directory is $RS_TEST_NODE, its settings in $RS_TEST_NODE/env. Without a
 # node, $RS_NODE_SKIP says why, and every test skips with that message.
 . "$(dirname "$0")/../shell/lib.sh"
+. "$top/tests/env/certs.sh"
 NODE_NAME= CTR= STATIC_PODS=
 [ -n "${RS_TEST_NODE:-}" ] && [ -f "$RS_TEST_NODE/env" ] && . "$RS_TEST_NODE/env"
+
+have_node() { [ -n "$NODE_NAME" ] && [ -n "${KUBECONFIG:-}" ]; }
 
 # need_node: skip the test (skip_test, which run-all counts and CI fails)
 # when there is no node.
 need_node() {
-  if [ -z "$NODE_NAME" ] || [ -z "${KUBECONFIG:-}" ]; then
+  if ! have_node; then
     skip_test "${RS_NODE_SKIP:-no test node (run: tests/run-all.sh node)}"
     return 1
   fi

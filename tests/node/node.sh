@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
-  need_node || return 0
+  have_node || return 0
   NS=$(node_ns node) || fail "no namespace"
 }
 
@@ -63,7 +63,7 @@ test_daemonset_pod_runs_and_comes_back() {
   t0=$(now_ms)
   pause_ds || { fail "apply"; return; }
   wait_for 60 one_new_running "$NS" app=pause none || { fail "pause pod not Running"; kubectl -n "$NS" describe pods >&2; return; }
-  echo "pause pod Running $(( $(now_ms) - t0 )) ms after apply" >&2
+  echo "figure: pause pod Running $(( $(now_ms) - t0 )) ms after apply" >&2
   # sandbox and container
   assertEquals "containers on the node" $((before + 2)) "$(node_tasks)"
   uid=$(running_uids "$NS" app=pause)
@@ -73,7 +73,7 @@ test_daemonset_pod_runs_and_comes_back() {
     kubectl -n "$NS" delete pod -l app=pause --wait=false >/dev/null
     wait_for 60 one_new_running "$NS" app=pause "$old" || { fail "not recreated ($i)"; return; }
     uid=$(running_uids "$NS" app=pause)
-    echo "deleted pod replaced and Running in $(( $(now_ms) - t0 )) ms ($i)" >&2
+    echo "figure: deleted pod replaced and Running in $(( $(now_ms) - t0 )) ms ($i)" >&2
   done
   assertNotEquals "a new pod" "$old" "$uid"
   wait_for 60 eval '[ "$(node_tasks)" -eq $((before + 2)) ]' ||
