@@ -42,6 +42,8 @@ list_begin(struct reflector *r, int snapshot)
 	ls->pages = ls->items = ls->dropped = 0;
 	ls->echo = 0;
 	ls->t0 = rs_mono_ns();
+	/* a streaming list's own stream is the first watch after it */
+	r->watches = 0;
 }
 
 void
@@ -164,7 +166,6 @@ list_done(struct reflector *r, const char *rv)
 	out_flush();
 	snprintf(r->rv, sizeof r->rv, "%s", rv);
 	r->ls.active = 0;
-	r->watches = 0;
 	free(r->ls.cont);
 	r->ls.cont = NULL;
 	if (r->ls.streaming)
