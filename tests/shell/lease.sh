@@ -1,7 +1,8 @@
 #!/bin/bash
 # rs-lease against the real test apiserver: one holder runs prog, the others
 # wait (also when all start at once); takeover after SIGKILL (lease expiry,
-# prog stopped by its guard) and after SIGTERM (release); prog's exit code
+# prog stopped by its guard) and after SIGTERM (release, taken at once by
+# the candidate watching the Lease, four times in a row); prog's exit code
 # and leftovers; a stolen lease; the API server gone past the renew
 # deadline; and the whole controller under two rs-lease copies, the leader
 # killed in the middle of a scale-up. Default timings (15 s lease, 10 s
