@@ -157,6 +157,14 @@ rs_code rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
 rs_code rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
     const char *path, const char *ctype, const char *body, size_t body_len,
     rs_kube_done_fn done, void *arg);
+/* A streaming GET (a watch) on the same interface: fn gets each line as
+ * it arrives, from within rs_kube_run, which then returns (a line is news
+ * the caller may act on at once); done is called once, when the stream
+ * ends (RS_OK: the server ended it; fn's code when fn stopped it).
+ * timeout_ms bounds the whole stream (0: none). */
+rs_code rs_kube_submit_stream(struct rs_kube *k, const char *path,
+    long timeout_ms, rs_kube_line_fn fn, void *arg, rs_kube_done_fn done,
+    void *done_arg);
 /* A check of each queued request as it is about to start, after its token
  * and a free slot: one it refuses (returns 0, why filled) is never sent and
  * completes with RS_EREFUSED and why as its message. rs-apply's fence,
@@ -164,9 +172,10 @@ rs_code rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
 typedef int (*rs_kube_gate_fn)(void *arg, const char *method,
     const char *path, char *why, size_t len);
 void rs_kube_set_gate(struct rs_kube *k, rs_kube_gate_fn fn, void *arg);
-/* Drives transfers for at most timeout_ms (or until one completes, if
- * sooner), also returning early when extra_fd (>= 0) becomes readable.
- * Returns the number of requests still queued or in flight. */
+/* Drives transfers for at most timeout_ms (or until one completes or a
+ * stream of rs_kube_submit_stream hands out a line, if sooner), also returning early when extra_fd (>= 0) becomes readable.
+ * Returns the number of requests still queued or in flight (streams
+ * included). */
 int rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd);
 
 /* Escapes s for use in a URL query value; malloc'd. */

@@ -55,6 +55,8 @@ struct rs_kube {
 	rs_kube_gate_fn gate;                 /* asked as each one starts */
 	void *gate_arg;
 	int nwait, nrunning;
+	unsigned long async_lines;    /* handed out by asynchronous streams:
+	                                 rs_kube_run returns when it moves */
 	int max_running;
 	long streams;                 /* per HTTP/2 connection */
 	long host_conns;              /* connections allowed now */
@@ -102,6 +104,7 @@ struct kreq {
 	unsigned long lines;          /* handed to fn */
 	rs_code cb_rc;                /* why a callback stopped the transfer */
 	volatile int *stop;
+	int async;                    /* a stream on the multi interface */
 	char *line;
 	size_t line_len, line_cap;
 	/* Asynchronous requests own copies of what they send. */

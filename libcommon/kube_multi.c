@@ -44,7 +44,7 @@ own_copy(char **w, const char *s, size_t n)
 static rs_code
 submit(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t body_len, int borrow,
-    rs_kube_done_fn done, void *arg)
+    rs_kube_done_fn done, void *arg, struct kreq **out)
 {
 	size_t ml = strlen(method), pl = strlen(path);
 	size_t cl = ctype ? strlen(ctype) : 0, bl = borrow ? 0 : body_len;
@@ -79,6 +79,8 @@ submit(struct rs_kube *k, const char *method, const char *path,
 		k->wait_head = r;
 	k->wait_tail = r;
 	k->nwait++;
+	if (out)
+		*out = r;
 	return RS_OK;
 }
 
@@ -111,7 +113,8 @@ rs_kube_submit(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t body_len,
     rs_kube_done_fn done, void *arg)
 {
-	return submit(k, method, path, ctype, body, body_len, 0, done, arg);
+	return submit(k, method, path, ctype, body, body_len, 0, done, arg,
+	    NULL);
 }
 
 rs_code
@@ -119,7 +122,25 @@ rs_kube_submit_borrowed(struct rs_kube *k, const char *method,
     const char *path, const char *ctype, const char *body, size_t body_len,
     rs_kube_done_fn done, void *arg)
 {
-	return submit(k, method, path, ctype, body, body_len, 1, done, arg);
+	return submit(k, method, path, ctype, body, body_len, 1, done, arg,
+	    NULL);
+}
+
+rs_code
+rs_kube_submit_stream(struct rs_kube *k, const char *path, long timeout_ms,
+    rs_kube_line_fn fn, void *arg, rs_kube_done_fn done, void *done_arg)
+{
+	struct kreq *r;
+	rs_code rc;
+
+	rc = submit(k, "GET", path, NULL, NULL, 0, 0, done, done_arg, &r);
+	if (rc != RS_OK)
+		return rc;
+	r->timeout_ms = timeout_ms;
+	r->fn = fn;
+	r->fn_arg = arg;
+	r->async = 1;
+	return RS_OK;
 }
 
 static CURL *
@@ -503,13 +524,14 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 	int64_t now = rs_mono_ns();
 	int64_t deadline = now + (int64_t)(timeout_ms > 0 ? timeout_ms : 0) *
 	    1000000;
+	unsigned long lines = k->async_lines;
 	int done;
 
 	for (;;) {
 		done = start_due(k, now);
 		run_timer(k, rs_mono_ns());
 		done += reap(k);
-		if (done > 0)
+		if (done > 0 || k->async_lines != lines)
 			break;
 		if (k->nwait + k->nrunning == 0 && extra_fd < 0)
 			break;
@@ -517,6 +539,10 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 		if (now >= deadline)
 			break;
 		if (wait_sockets(k, poll_ms(k, now, deadline), extra_fd)) {
+			reap(k);
+			break;
+		}
+		if (k->async_lines != lines) {
 			reap(k);
 			break;
 		}

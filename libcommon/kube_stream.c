@@ -45,6 +45,8 @@ hand_out(struct kreq *r, char *p, size_t n)
 	rs_code rc;
 
 	r->lines++;
+	if (r->async)
+		r->k->async_lines++;
 	if ((rc = r->fn(r->fn_arg, p, n)) != RS_OK) {
 		r->cb_rc = rc;
 		return -1;

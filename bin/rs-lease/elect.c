@@ -10,6 +10,16 @@
  * counted from the start of the last attempt that did; or at once when it
  * reads another holder's name in the Lease: that one is acting already.
  *
+ * A candidate also watches its Lease (from the resourceVersion its last
+ * read gave), so that it learns of a release or a renewal at once rather
+ * than at its next read: a record that changed is observed (its expiry
+ * clock restarts) and decided on there and then, and a free or expired
+ * Lease is taken by a PUT over the object the watch sent. The periodic
+ * read goes on beside it: a watch that fails or is refused only leaves
+ * the candidate as it would be without one (the next one waits a retry
+ * period, doubling up to WATCH_BACKOFF_MAX). The leader needs no watch:
+ * it ends with the first event it sees.
+ *
  * Requests are asynchronous, so the deadline holds however slow the API
  * server is: prog is stopped on time, not when a request gives up. */
 #include <errno.h>
@@ -24,10 +34,13 @@
 #include "json.h"
 #include "lease.h"
 #include "log.h"
+#include "resourceversion.h"
 #include "run.h"
 
 #define JITTER 1.2               /* client-go's JitterFactor */
 #define MAX_WAIT_NS 1000000000LL
+#define WATCH_TIMEOUT_S 300       /* reflector's minimum; up to twice it */
+#define WATCH_BACKOFF_MAX (300 * 1000000000LL)
 
 enum phase { CANDIDATE, LEADING, STOPPING };
 enum why { WHY_NONE, WHY_TERM, WHY_PROG, WHY_LOST };
@@ -50,6 +63,14 @@ struct el {
 	int64_t tick;                 /* run_tick's next call, or -1 */
 	struct run run;
 	char reported[LEASE_ID_MAX + 1];
+	/* the watch */
+	int watching;                 /* a watch is open */
+	int recheck;                  /* news came during an attempt */
+	char rv[RS_RV_MAX];           /* where the next watch starts */
+	int64_t watch_after;          /* no new watch before this */
+	int64_t watch_backoff;
+	int64_t watch_started;
+	unsigned long events;         /* in the open watch */
 };
 
 static void do_get(struct el *l);
@@ -97,6 +118,16 @@ bad:
 	rs_error("unable to read lease %s/%s: %s", l->o->ns, l->o->name,
 	    rs_strerror(rc));
 	return rc;
+}
+
+/* Where a watch goes on from: the resourceVersion of what was read last. */
+static void
+note_rv(struct el *l, const cJSON *o)
+{
+	const char *rv = rs_json_str(o, "metadata", "resourceVersion", NULL);
+
+	if (rv && strlen(rv) < sizeof l->rv)
+		memcpy(l->rv, rv, strlen(rv) + 1);
 }
 
 static void
@@ -207,6 +238,7 @@ on_get(void *arg, rs_code rc, struct rs_kresp *resp)
 		attempt_done(l, RES_FAIL);
 		return;
 	}
+	note_rv(l, l->cur);
 	lease_observe(&l->e, &rec, rs_mono_ns());
 	report_leader(l);
 	v = lease_decide(&l->e, l->started);
@@ -236,6 +268,7 @@ start_attempt(struct el *l, int64_t now)
 	l->busy = 1;
 	l->res = RES_NONE;
 	l->started = now;
+	l->recheck = 0;
 	if (l->cur && lease_is_leader(&l->e) && lease_valid(&l->e, now))
 		do_put(l, LEASE_RENEW, on_fast);
 	else
@@ -286,6 +319,139 @@ release(struct el *l)
 	}
 }
 
+/* A watch event's Lease, observed as a read is: a changed record restarts
+ * its expiry clock, and a candidate that may take it does so at once, by
+ * a PUT over this very object (its resourceVersion the precondition).
+ * During an attempt, the attempt's end looks again. */
+static void
+on_lease_event(struct el *l, cJSON *obj)
+{
+	int64_t now = rs_mono_ns();
+	struct lease_rec rec;
+	enum lease_verdict v;
+
+	if (lease_parse(obj, &rec) != RS_OK) {
+		rs_error("unable to read lease %s/%s: %s", l->o->ns,
+		    l->o->name, rs_strerror(RS_EPARSE));
+		return;
+	}
+	if (l->busy) {
+		l->recheck = 1;
+		return;
+	}
+	cJSON_Delete(l->cur);
+	l->cur = obj;
+	lease_observe(&l->e, &rec, now);
+	report_leader(l);
+	v = lease_decide(&l->e, now);
+	if (v == LEASE_WAIT)
+		return;
+	rs_info(2, "lease %s/%s changed to %s: trying now", l->o->ns,
+	    l->o->name, rec.holder[0] ? "an expired record" : "free");
+	l->busy = 1;
+	l->res = RES_NONE;
+	l->started = now;
+	l->recheck = 0;
+	do_put(l, v, on_write);
+}
+
+/* One line of the watch. Ends the watch (RS_EEOF) once it is of no more
+ * use: the candidate leads or stops, or the server sent an error. */
+static rs_code
+on_watch_line(void *arg, char *line, size_t len)
+{
+	struct el *l = arg;
+	const char *type, *why;
+	cJSON *ev, *obj;
+
+	if (l->led || l->phase != CANDIDATE)
+		return RS_EEOF;
+	if (rs_json_parse(line, len, &ev, NULL) != RS_OK)
+		return RS_EPARSE;
+	l->events++;
+	type = rs_json_str(ev, "type", NULL);
+	obj = cJSON_DetachItemFromObjectCaseSensitive(ev, "object");
+	if (type == NULL || obj == NULL || strcmp(type, "ERROR") == 0) {
+		why = obj ? rs_json_str(obj, "message", NULL) : NULL;
+		rs_info(2, "watch of lease %s/%s: %s", l->o->ns, l->o->name,
+		    why ? why : "an event without an object");
+		cJSON_Delete(obj);
+		cJSON_Delete(ev);
+		return RS_EAPI;
+	}
+	note_rv(l, obj);
+	if (strcmp(type, "DELETED") == 0) {
+		/* gone: the next attempt reads it missing and creates it */
+		if (l->busy)
+			l->recheck = 1;
+		else
+			l->next = rs_mono_ns();
+		cJSON_Delete(obj);
+	} else if (strcmp(type, "BOOKMARK") == 0) {
+		cJSON_Delete(obj);
+	} else {
+		on_lease_event(l, obj);
+		if (l->cur != obj)
+			cJSON_Delete(obj);
+	}
+	cJSON_Delete(ev);
+	return RS_OK;
+}
+
+/* The watch ended. After a server's own end (its timeout) or one of ours,
+ * the next starts at once from the last resourceVersion seen; after a
+ * failure, or an end that brought nothing, not before a retry period,
+ * doubling: a server refusing watches costs a request now and then. */
+static void
+on_watch_end(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct el *l = arg;
+	int64_t now = rs_mono_ns();
+
+	l->watching = 0;
+	if ((rc == RS_OK || rc == RS_EEOF) && l->events > 0) {
+		l->watch_backoff = 0;
+		l->watch_after = now;
+		return;
+	}
+	l->watch_backoff = l->watch_backoff == 0 ? l->o->retry_period :
+	    2 * l->watch_backoff;
+	if (l->watch_backoff > WATCH_BACKOFF_MAX)
+		l->watch_backoff = WATCH_BACKOFF_MAX;
+	l->watch_after = now + l->watch_backoff;
+	if (rc != RS_EEOF)
+		rs_info(1, "watch of lease %s/%s ended (%s%s%s): reading it "
+		    "every retry period", l->o->ns, l->o->name, rs_strerror(rc),
+		    resp->status.message[0] ? ": " : "", resp->status.message);
+}
+
+static void
+watch_start(struct el *l, int64_t now)
+{
+	char path[1024], *name;
+	long t;
+
+	if (l->watching || l->led || l->phase != CANDIDATE || l->rv[0] == 0 ||
+	    now < l->watch_after)
+		return;
+	if ((name = rs_kube_escape(l->o->name)) == NULL)
+		return;
+	t = WATCH_TIMEOUT_S + (long)(drand48() * WATCH_TIMEOUT_S);
+	snprintf(path, sizeof path, "%s?fieldSelector=metadata.name%%3D%s&"
+	    "watch=1&allowWatchBookmarks=true&resourceVersion=%s&"
+	    "timeoutSeconds=%ld", l->coll, name, l->rv, t);
+	free(name);
+	rs_info(4, "GET %s", path);
+	l->events = 0;
+	l->watch_started = now;
+	/* a half-open connection: the client's bound, past the server's */
+	if (rs_kube_submit_stream(l->k, path, (t + 30) * 1000, on_watch_line,
+	    l, on_watch_end, l) == RS_OK)
+		l->watching = 1;
+	else
+		l->watch_after = now + l->o->retry_period;
+}
+
 static void
 lose(struct el *l, const char *fmt, const char *arg)
 {
@@ -328,6 +494,11 @@ on_result(struct el *l, int64_t now, char **argv, const sigset_t *mask)
 	}
 	if (!l->led) {
 		l->next = now + jittered(l);
+		if (l->recheck) {
+			l->recheck = 0;
+			l->next = now;
+			return;
+		}
 		exp = lease_expiry(&l->e);
 		if (l->e.have_obs && l->e.obs.holder[0] && exp > now &&
 		    exp < l->next)
@@ -438,6 +609,7 @@ elect_run(struct rs_kube *k, const struct elect_opts *o, char **argv,
 		now = rs_mono_ns();
 		if (want_attempt(&l) && now >= l.next)
 			start_attempt(&l, now);
+		watch_start(&l, now);
 		rs_kube_run(k, wait_ms(&l, now), sigfd);
 		read_signals(&l, sigfd);
 		now = rs_mono_ns();

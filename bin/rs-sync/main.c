@@ -53,6 +53,41 @@ static volatile sig_atomic_t stopping;
 
 static void on_term(int sig) { (void)sig; stopping = 1; }
 
+/* TERM or INT came, or is on its way (sent, not yet handled). */
+static int
+stop_asked(void)
+{
+	sigset_t p;
+
+	if (stopping)
+		return 1;
+	return sigpending(&p) == 0 &&
+	    (sigismember(&p, SIGTERM) || sigismember(&p, SIGINT));
+}
+
+static void stats_close(const struct sync *s);
+
+/* The next stage is gone. While stopping, that is the end of a clean stop:
+ * the whole pipeline gets TERM at once, and rs-apply may finish before
+ * rs-sync has handled its own. Otherwise the pipeline is broken. */
+static void
+output_gone(const struct sync *s, const char *why)
+{
+	if (!stop_asked())
+		rs_fatal(111, "unable to write intents: %s", why);
+	rs_info(1, "the reader of standard output is gone: stopping");
+	stats_close(s);
+	exit(0);
+}
+
+static void
+write_failed(const struct sync *s)
+{
+	if (errno == EPIPE)
+		output_gone(s, strerror(errno));
+	rs_fatal(111, "unable to write intents: %s", strerror(errno));
+}
+
 double
 sync_now(const struct sync *s)
 {
@@ -360,12 +395,12 @@ serve_keys(struct sync *s, struct rs_queue *q)
 		rs_info(4, "syncing %s", key);
 		rc = reconcile(s, key);
 		if (rc == RS_EIO)
-			rs_fatal(111, "unable to write intents: %s", strerror(errno));
+			write_failed(s);
 		if (rc != RS_OK)
 			rs_error("unable to sync %s: %s", key, rs_strerror(rc));
 	}
 	if (rs_line_flush(s->out) != RS_OK)
-		rs_fatal(111, "unable to write intents: %s", strerror(errno));
+		write_failed(s);
 	if (rc == RS_EEOF) {
 		rs_info(1, "queue is shutting down");
 		stats_close(s);
@@ -430,8 +465,7 @@ run_loop(struct sync *s, const struct opts *o)
 		if (poll(pf, 3, timeout) < 0 && errno != EINTR)
 			rs_fatal(111, "unable to poll: %s", strerror(errno));
 		if (pf[2].revents & (POLLERR | POLLHUP))
-			rs_fatal(111, "unable to write intents: the reader of "
-			    "standard output is gone");
+			output_gone(s, "the reader of standard output is gone");
 		if (pf[0].revents || buffered) {
 			rc = read_events(s, &in, 4096);
 			buffered = rc == RS_EAGAIN;

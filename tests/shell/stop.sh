@@ -84,6 +84,47 @@ test_rs_sync_takes_queue_shutdown_as_clean() {
   assertTrue "it says why it ends" "grep -q 'queue is shutting down' '$TMP/sync.log'"
 }
 
+# The race of a clean stop, made certain: rs-sync is blocked writing
+# intents to a next stage that does not read (a full pipe), gets TERM,
+# and then that stage is gone, as when every stage gets TERM at once and
+# rs-apply exits first. Broken pipe is then the end of the stop: exit 0,
+# no fatal line (it once said "rs-sync: fatal: unable to write intents").
+# Without TERM the same is a broken pipeline: faults.sh checks that.
+test_rs_sync_reader_gone_while_stopping() {
+  local st=$RS_STATE_DIR/q2 qp sp rp rc i pad
+  mkdir -p -m 0700 "$st"
+  RS_STATE_DIR=$st rs-queue serve 2>"$TMP/q2.log" &
+  qp=$!
+  assertTrue "the queue listens" "wait_for 10 test -S '$st/queue.sock'"
+  mkfifo "$TMP/events2" "$TMP/intents2"
+  sleep 600 <"$TMP/intents2" &
+  rp=$!
+  RS_STATE_DIR=$st rs-sync -v 1 <"$TMP/events2" >"$TMP/intents2" 2>"$TMP/sync2.log" &
+  sp=$!
+  exec 7>"$TMP/events2"
+  # 40 ReplicaSets with no pods, each template 8 KiB: more intents than
+  # a pipe holds
+  pad=$(head -c 8192 /dev/zero | tr '\0' x)
+  for i in $(seq 1 40); do
+    printf '{"type":"ADDED","resource":"replicasets","object":{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web%s","namespace":"ns","uid":"uid-web%s","resourceVersion":"10%s","generation":1},"spec":{"replicas":1,"selector":{"matchLabels":{"app":"web%s"}},"template":{"metadata":{"labels":{"app":"web%s"},"annotations":{"pad":"%s"}},"spec":{"containers":[{"name":"c","image":"x"}]}}},"status":{"replicas":0}}}\n' \
+      "$i" "$i" "$i" "$i" "$i" "$pad" >&7
+  done
+  printf '%s\n' '{"type":"SYNCED","resource":"replicasets"}' '{"type":"SYNCED","resource":"pods"}' >&7
+  assertTrue "rs-sync blocks writing to the full pipe" \
+    "wait_for 10 grep -q pipe_write /proc/$sp/wchan"
+  kill -TERM "$sp"
+  sleep 0.3
+  assertTrue "TERM taken, still writing: $(cat "$TMP/sync2.log")" "grep -q pipe_write /proc/$sp/wchan"
+  kill -KILL "$rp"; wait "$rp" 2>/dev/null
+  for i in $(seq 1 50); do none_running "$sp" && break; sleep 0.1; done
+  wait "$sp"; rc=$?
+  exec 7>&-
+  kill -TERM "$qp"; wait "$qp"
+  assertEquals "rs-sync exits 0: $(cat "$TMP/sync2.log")" 0 "$rc"
+  assertEquals "no fatal line" "" "$(grep -E ': (fatal|error):' "$TMP/sync2.log")"
+  assertTrue "it says why it ends" "grep -q 'reader of standard output is gone: stopping' '$TMP/sync2.log'"
+}
+
 test_clean_stop_logs_no_error() {
   need_cluster || return
   local n

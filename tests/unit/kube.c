@@ -1,7 +1,8 @@
 /* Unit tests for the API client's parts that need no server: Status and
  * transport error decoding, the stream's line splitter, exec plugins and
  * credential caching, and the multi interface's order under the token
- * bucket (against a closed port, so every request fails at once). */
+ * bucket (against a closed port, so every request fails at once); and an
+ * asynchronous stream against a one-answer HTTP server on loopback. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -553,6 +558,110 @@ test_multi_extra_fd(void **state)
 	rs_kube_free(k);
 }
 
+/* One answer over HTTP/1.1: a line, then, once told (go), another and
+ * the end. */
+struct srv {
+	int lfd, go[2];
+};
+
+static void *
+serve_one(void *arg)
+{
+	static const char head[] = "HTTP/1.1 200 OK\r\n"
+	    "Content-Type: application/json\r\nConnection: close\r\n\r\n";
+	struct srv *sv = arg;
+	char buf[4096], c;
+	size_t n = 0;
+	ssize_t r;
+	int fd;
+
+	fd = accept(sv->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 -
+	    n)) > 0) {
+		n += r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n"))
+			break;
+	}
+	if (write(fd, head, sizeof head - 1) > 0 &&
+	    write(fd, "{\"n\":1}\n", 8) > 0 && read(sv->go[0], &c, 1) == 1)
+		(void)!write(fd, "{\"n\":2}\n", 8);
+	close(fd);
+	return NULL;
+}
+
+struct stream_seen {
+	int n, ended;
+	rs_code rc;
+};
+
+static rs_code
+count_line(void *arg, char *line, size_t len)
+{
+	struct stream_seen *l = arg;
+
+	assert_int_equal(len, 7);
+	l->n++;
+	return RS_OK;
+}
+
+static void
+stream_end(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct stream_seen *l = arg;
+
+	l->ended = 1;
+	l->rc = rc;
+}
+
+/* rs_kube_run returns as a line arrives, the stream still open: a watch's
+ * event is acted on at once, not when the run's time is up. */
+static void
+test_multi_stream(void **state)
+{
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	struct stream_seen l = { 0 };
+	struct srv sv;
+	struct rs_kube *k;
+	pthread_t t;
+	int64_t t0;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sv.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(sv.lfd >= 0);
+	assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(sv.lfd, 1), 0);
+	assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(pipe(sv.go), 0);
+	assert_int_equal(pthread_create(&t, NULL, serve_one, &sv), 0);
+	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
+	    ntohs(a.sin_port)) > 0);
+	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
+	assert_int_equal(rs_kube_submit_stream(k, "/w?watch=1", 10000,
+	    count_line, &l, stream_end, &l), RS_OK);
+	t0 = rs_mono_ns();
+	while (l.n == 0 && rs_mono_ns() - t0 < 5000 * 1000000LL)
+		assert_int_equal(rs_kube_run(k, 5000, -1), 1);
+	assert_int_equal(l.n, 1);
+	assert_false(l.ended);
+	assert_true(rs_mono_ns() - t0 < 2000 * 1000000LL);
+	assert_int_equal(write(sv.go[1], "x", 1), 1);
+	while (rs_kube_run(k, 1000, -1) > 0)
+		;
+	assert_true(l.ended);
+	assert_int_equal(l.rc, RS_OK);
+	assert_int_equal(l.n, 2);
+	pthread_join(t, NULL);
+	close(sv.lfd);
+	close(sv.go[0]);
+	close(sv.go[1]);
+	rs_kube_free(k);
+}
+
 int
 main(void)
 {
@@ -574,6 +683,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test(test_multi_order_and_rate),
 		cmocka_unit_test(test_multi_extra_fd),
+		cmocka_unit_test(test_multi_stream),
 	};
 
 	rs_log_init("kube-test");
