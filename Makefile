@@ -48,7 +48,7 @@ deps:
 	@sh tests/deps.sh install
 
 # The image's tools (podman, runc, mmdebstrap): only make image and
-# tests/shell/image.sh need them.
+# tests/node/image.sh need them.
 deps-image:
 	@sh tests/deps.sh install image
 
