@@ -37,6 +37,10 @@ BENCH_SRC:= $(wildcard bench/*/*.c)
 BENCHES  := $(addprefix $(BUILD)/bench/,$(notdir $(BENCH_SRC:.c=)))
 MANS     := $(wildcard doc/*.[1-8])
 
+# Objects are kept: make would remove those it made on the way to a tool
+# (tests/tools/*.o), after the last line of a test run.
+.SECONDARY:
+
 .PHONY: all tools deps deps-image deps-node check-deps image asan asan-unit units test test-unit test-shell test-node install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
