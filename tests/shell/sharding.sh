@@ -314,8 +314,13 @@ make_load() {
 
 # scale_all N: every ReplicaSet of the load to N replicas.
 scale_all() {
-  for n in $NSES; do kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & done
-  wait
+  _pids=
+  for n in $NSES; do
+    kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null &
+    _pids="$_pids $!"
+  done
+  # shellcheck disable=SC2086
+  wait $_pids
 }
 
 # exact N: every ReplicaSet of the load has exactly N live pods, and no
@@ -434,6 +439,78 @@ test_controller_join() {
   assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
   assertEquals "none deleted" 0 "$(deleted)"
   assertContains "i4 created pods" "$(cat "$TMP/i4/pipeline.log")" "created pod "
+}
+
+# start_proxy: a faultproxy in front of the apiserver, $TMP/proxy.kubeconfig
+# pointing at it (the server cert names 127.0.0.1 whatever the port).
+start_proxy() {
+  _port=$(sed -n 's/^APISERVER_PORT=//p' "$RS_TEST_CLUSTER/env")
+  rm -f "$TMP/proxy.port"
+  "$FAULTPROXY" --control "$TMP/proxy.ctl" --port-file "$TMP/proxy.port" 0 "$_port" \
+    2>"$TMP/proxy.log" &
+  PROXY_PID=$!
+  RS_PIDS="$RS_PIDS $PROXY_PID"
+  wait_for 10 test -s "$TMP/proxy.port" || return 1
+  sed "s#https://127.0.0.1:$_port#https://127.0.0.1:$(cat "$TMP/proxy.port")#" \
+    "$KUBECONFIG" >"$TMP/proxy.kubeconfig"
+  chmod 0600 "$TMP/proxy.kubeconfig"
+}
+
+# log_ms LINE: the wall-clock time of a log line (I1126 22:44:22.409359), ms.
+log_ms() {
+  _t=$(echo "$1" | awk '{ print $2 }')
+  echo $(( $(date -u -d "$(date -u +%Y-%m-%d) ${_t%.*}" +%s) * 1000 + 10#$(echo "${_t#*.}" | cut -c1-3) ))
+}
+
+# An instance cut off from the API server but for its rs-apply: its
+# rs-lease and rs-watch go through a proxy that drops every packet, its
+# rs-apply goes straight, with a backlog of creates (a scale-up, rs-apply
+# slowed). Its renewals fail; at the renew deadline its fence slots pass:
+# rs-apply sends nothing more (each refusal logged), no pod is created by
+# it after the deadline, rs-lease stops its pipeline and stays; the
+# others take its buckets after the lease duration and finish: exact
+# counts, no pod created twice. Without the fence rs-apply, stopped by
+# TERM, would drain its backlog past the deadline.
+test_controller_partition() {
+  need_cluster || return
+  start_proxy || { fail "faultproxy did not start"; return; }
+  LNS=$(new_ns shard)
+  start_recorder
+  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
+  start_instance i1 && start_instance i2 || { fail "instances"; return; }
+  APPLY_FLAGS="-v 4 --kube-api-qps 5 --kube-api-burst 5 --kubeconfig $KUBECONFIG"
+  start_instance i3 "$TMP/proxy.kubeconfig" || { fail "instance i3"; return; }
+  ALL_INSTANCES="i1 i2 i3"
+  assertTrue "three instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3"
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 ))"
+  scale_all 4
+  sleep 2
+  assertContains "i3 is creating" "$(cat "$TMP/i3/pipeline.log")" "too few replicas"
+  echo drop >"$TMP/proxy.ctl"
+  t0=$(now_ms)
+  assertTrue "i3 loses its buckets" "wait_for 15 grep -q 'lost bucket.*renew deadline' $TMP/i3/pipeline.log"
+  lost=$(grep -m1 'lost bucket.*renew deadline' "$TMP/i3/pipeline.log")
+  deadline=$(log_ms "$lost")
+  echo "i3's renew deadline passed $(( deadline - t0 )) ms after the drop"
+  assertTrue "i2 and i1 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  taken=$(now_ms)
+  assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
+    "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
+  assertTrue "i3's rs-lease stays" "alive $(cat "$TMP/i3/lease.pid")"
+  assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
+  # A create answered within 300 ms of the deadline was sent before it.
+  late=$(grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
+    [ "$(log_ms "$l")" -gt $(( deadline + 300 )) ] && echo "$l"; done)
+  assertEquals "no pod created by i3 after its deadline" "" "$late"
+  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  kill_instance i3
+  kill "$PROXY_PID"
+  sleep 3
+  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
+  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
 }
 
 . "$SHUNIT2"
