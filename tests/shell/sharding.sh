@@ -368,6 +368,9 @@ test_controller_sharded() {
     ALL_INSTANCES="$ALL_INSTANCES i$i"
   done
   total=$(( SHARD_NS * SHARD_RS_PER_NS * 2 ))
+  # the first to start takes every bucket until it sees the others
+  assertTrue "the instances split the buckets" "wait_for 30 all_files_cover $ALL_INSTANCES"
+  sleep 2
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
   assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + total / 10 )) exact 2 $total"
   sleep 3
@@ -465,12 +468,10 @@ log_ms() {
 # An instance cut off from the API server but for its rs-apply: its
 # rs-lease and rs-watch go through a proxy that drops every packet, its
 # rs-apply goes straight, with a backlog of creates (a scale-up, rs-apply
-# slowed). Its renewals fail; at the renew deadline its fence slots pass:
-# rs-apply sends nothing more (each refusal logged), no pod is created by
-# it after the deadline, rs-lease stops its pipeline and stays; the
-# others take its buckets after the lease duration and finish: exact
-# counts, no pod created twice. Without the fence rs-apply, stopped by
-# TERM, would drain its backlog past the deadline.
+# slowed). Its renewals fail; at the renew deadline rs-lease stops its
+# pipeline and stays; no pod is created by it after the deadline; the
+# others take its buckets no sooner than the lease duration after the
+# last renewal and finish: exact counts, no pod created twice.
 test_controller_partition() {
   need_cluster || return
   start_proxy || { fail "faultproxy did not start"; return; }
@@ -485,13 +486,13 @@ test_controller_partition() {
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
   NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
   assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 ))"
-  scale_all 4
-  sleep 2
-  assertContains "i3 is creating" "$(cat "$TMP/i3/pipeline.log")" "too few replicas"
+  scale_all 5
+  assertTrue "i3 is creating" "wait_for 30 grep -q 'need 5, creating 3' $TMP/i3/pipeline.log"
   echo drop >"$TMP/proxy.ctl"
   t0=$(now_ms)
   assertTrue "i3 loses its buckets" "wait_for 15 grep -q 'lost bucket.*renew deadline' $TMP/i3/pipeline.log"
-  lost=$(grep -m1 'lost bucket.*renew deadline' "$TMP/i3/pipeline.log")
+  # errors carry no time: the line rs-lease logs right after it does
+  lost=$(awk '/lost bucket.*renew deadline/ { f = 1 } f && /^I.* rs-lease\]/ { print; exit }' "$TMP/i3/pipeline.log")
   deadline=$(log_ms "$lost")
   echo "i3's renew deadline passed $(( deadline - t0 )) ms after the drop"
   assertTrue "i2 and i1 own every bucket" "wait_for 30 all_files_cover i1 i2"
@@ -499,17 +500,68 @@ test_controller_partition() {
   assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
     "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
   assertTrue "i3's rs-lease stays" "alive $(cat "$TMP/i3/lease.pid")"
-  assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
   # A create answered within 300 ms of the deadline was sent before it.
   late=$(grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
     [ "$(log_ms "$l")" -gt $(( deadline + 300 )) ] && echo "$l"; done)
   assertEquals "no pod created by i3 after its deadline" "" "$late"
-  assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
+  assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
   kill_instance i3
   kill "$PROXY_PID"
   sleep 3
-  assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
-  assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
+  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
+  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+}
+
+# fence_deadline_ms ID: the latest slot of ID's fence as wall-clock ms.
+fence_deadline_ms() {
+  python3 - "$TMP/$1/state/fence" <<'PY'
+import struct, sys, time
+d = open(sys.argv[1], 'rb').read()
+slots = [struct.unpack_from('=q', d, o)[0] for o in range(64, len(d), 8)]
+mono, wall = time.clock_gettime_ns(time.CLOCK_MONOTONIC), time.time_ns()
+print((wall + max(slots) - mono) // 1000000)
+PY
+}
+
+# The same with rs-lease frozen (SIGSTOP) as well, so that nothing stops
+# the pipeline: only the fence does. rs-apply, with its backlog and a
+# straight line to the server, must send nothing once the slots have
+# passed: each refusal is logged, no pod is created by it after the
+# deadline read from its fence file, and no pod twice. Without the fence
+# it would go on creating beside the instances that took its buckets.
+test_controller_frozen_lease() {
+  need_cluster || return
+  start_proxy || { fail "faultproxy did not start"; return; }
+  LNS=$(new_ns shard)
+  start_recorder
+  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
+  start_instance i1 && start_instance i2 || { fail "instances"; return; }
+  APPLY_FLAGS="-v 4 --kube-api-qps 3 --kube-api-burst 3 --kubeconfig $KUBECONFIG"
+  start_instance i3 "$TMP/proxy.kubeconfig" || { fail "instance i3"; return; }
+  ALL_INSTANCES="i1 i2 i3"
+  assertTrue "three instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3"
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 ))"
+  scale_all 5
+  assertTrue "i3 is creating" "wait_for 30 grep -q 'need 5, creating 3' $TMP/i3/pipeline.log"
+  lp=$(cat "$TMP/i3/lease.pid")
+  kill -STOP "$lp"
+  echo drop >"$TMP/proxy.ctl"
+  deadline=$(fence_deadline_ms i3)
+  echo "i3's fence passes $(( deadline - $(now_ms) )) ms after rs-lease was frozen"
+  assertTrue "i1 and i2 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
+  assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
+  late=$(grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
+    [ "$(log_ms "$l")" -gt $(( deadline + 300 )) ] && echo "$l"; done)
+  assertEquals "no pod created by i3 after its fence passed" "" "$late"
+  kill_instance i3
+  kill "$PROXY_PID"
+  sleep 3
+  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
+  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
   assertEquals "none deleted" 0 "$(deleted)"
 }
 
