@@ -276,7 +276,7 @@ start_instance() {
   wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
   KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
   RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
-  RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
+  RS_WATCH_FLAGS="-v 1" RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
     "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
   echo $! >"$_d/lease.pid"
   INSTANCES="$INSTANCES $1"
@@ -383,6 +383,23 @@ test_controller_sharded() {
     assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod "
   done
   assertEquals "no namespace with pods created by two instances" "" "$(multi_creator_ns)"
+  for i in $ALL_INSTANCES; do
+    assertContains "$i's watch is filtered by the server" "$(cat "$TMP/$i/pipeline.log")" \
+      "${SHARD_WATCH_SAYS:-the server filters by the shard selector}"
+  done
+}
+
+# The same against an apiserver without the ShardedListAndWatch gate: the
+# watches get everything and rs-watch drops what is not its own; the
+# results are the same.
+test_controller_gate_off() {
+  need_cluster || return
+  RS_CLUSTER_SHARDING=0 "$top/tests/env/cluster" restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1
+  assertTrue "apiserver back" "wait_for 60 $top/tests/env/cluster status $RS_TEST_CLUSTER"
+  SHARD_WATCH_SAYS="the server does not filter by the shard selector" test_controller_sharded
+  stop_instances
+  "$top/tests/env/cluster" restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1
+  assertTrue "apiserver back with the gate" "wait_for 60 $top/tests/env/cluster status $RS_TEST_CLUSTER"
 }
 
 # start_all N: recorder, N instances, the load at 2 replicas converged.
