@@ -24,13 +24,6 @@ TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadlin
 GROUP=grp
 LEASE_PIDS=
 
-now_ms() { date +%s%3N; }
-kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
-alive() {
-  _st=$(ps -o stat= -p "$1" 2>/dev/null)
-  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
-}
-dead() { ! alive "$1"; }
 
 # sprog.sh DIR: appends the shard file it was started with to DIR.starts,
 # its pid to DIR.pid, then sleeps.
@@ -80,12 +73,7 @@ tearDown() {
   for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
   for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
   LEASE_PIDS=
-  for f in "$TMP"/*.pid; do
-    [ -f "$f" ] || continue
-    _p=$(cat "$f")
-    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
-    rm -f "$f"
-  done
+  kill_markers
   rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
   stop_instances
   rs_cleanup
@@ -476,10 +464,50 @@ start_proxy() {
   chmod 0600 "$TMP/proxy.kubeconfig"
 }
 
-# log_ms LINE: the wall-clock time of a log line (I1126 22:44:22.409359), ms.
+# log_ms LINE: the wall-clock time of a log line (I1126 22:44:22.409359:
+# month, day, time; this year), ms.
 log_ms() {
-  _t=$(echo "$1" | awk '{ print $2 }')
-  echo $(( $(date -u -d "$(date -u +%Y-%m-%d) ${_t%.*}" +%s) * 1000 + 10#$(echo "${_t#*.}" | cut -c1-3) ))
+  set -- $1
+  _md=${1#?} _t=$2
+  echo $(( $(date -u -d "$(date -u +%Y)-${_md%??}-${_md#??} ${_t%.*}" +%s) * 1000 + 10#$(echo "${_t#*.}" | cut -c1-3) ))
+}
+
+# start_cut_off QPS: i1 and i2, and i3 whose rs-lease and rs-watch go
+# through the faultproxy while its rs-apply (at QPS) goes straight; the
+# load converged at 2, then scaled to 5 and i3 creating.
+start_cut_off() {
+  start_proxy || { echo "faultproxy did not start" >&2; return 1; }
+  LNS=$(new_ns shard)
+  start_recorder
+  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
+  start_instance i1 && start_instance i2 || return 1
+  APPLY_FLAGS="-v 4 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
+  start_instance i3 "$TMP/proxy.kubeconfig" || return 1
+  ALL_INSTANCES="i1 i2 i3"
+  wait_for 30 all_files_cover i1 i2 i3 || { echo "no split" >&2; return 1; }
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 )) || { echo "2 pods each: no" >&2; return 1; }
+  scale_all 5
+  wait_for 30 grep -q 'need 5, creating 3' "$TMP/i3/pipeline.log" || { echo "i3 not creating" >&2; return 1; }
+}
+
+# i3_late DEADLINE-MS: i3's creates answered over 300 ms after it (those
+# within were sent before).
+i3_late() {
+  grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
+    [ "$(log_ms "$l")" -gt $(( $1 + 300 )) ] && echo "$l"; done
+}
+
+# end_cut_off: i3 and the proxy gone (nothing it held back ever reaches
+# the server), then the counts.
+end_cut_off() {
+  kill_instance i3
+  kill "$PROXY_PID"
+  sleep 3
+  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
+  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
 }
 
 # An instance cut off from the API server but for its rs-apply: its
@@ -491,20 +519,7 @@ log_ms() {
 # last renewal and finish: exact counts, no pod created twice.
 test_controller_partition() {
   need_cluster || return
-  start_proxy || { fail "faultproxy did not start"; return; }
-  LNS=$(new_ns shard)
-  start_recorder
-  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
-  start_instance i1 && start_instance i2 || { fail "instances"; return; }
-  APPLY_FLAGS="-v 4 --kube-api-qps 5 --kube-api-burst 5 --kubeconfig $KUBECONFIG"
-  start_instance i3 "$TMP/proxy.kubeconfig" || { fail "instance i3"; return; }
-  ALL_INSTANCES="i1 i2 i3"
-  assertTrue "three instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3"
-  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
-  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
-  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 ))"
-  scale_all 5
-  assertTrue "i3 is creating" "wait_for 30 grep -q 'need 5, creating 3' $TMP/i3/pipeline.log"
+  start_cut_off 5 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
   echo drop >"$TMP/proxy.ctl"
   t0=$(now_ms)
   assertTrue "i3 loses its buckets" "wait_for 15 grep -q 'lost bucket.*renew deadline' $TMP/i3/pipeline.log"
@@ -517,17 +532,9 @@ test_controller_partition() {
   assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
     "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
   assertTrue "i3's rs-lease stays" "alive $(cat "$TMP/i3/lease.pid")"
-  # A create answered within 300 ms of the deadline was sent before it.
-  late=$(grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
-    [ "$(log_ms "$l")" -gt $(( deadline + 300 )) ] && echo "$l"; done)
-  assertEquals "no pod created by i3 after its deadline" "" "$late"
+  assertEquals "no pod created by i3 after its deadline" "" "$(i3_late "$deadline")"
   assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
-  kill_instance i3
-  kill "$PROXY_PID"
-  sleep 3
-  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
-  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
-  assertEquals "none deleted" 0 "$(deleted)"
+  end_cut_off
 }
 
 # fence_deadline_ms ID: the latest slot of ID's fence as wall-clock ms.
@@ -549,20 +556,7 @@ PY
 # it would go on creating beside the instances that took its buckets.
 test_controller_frozen_lease() {
   need_cluster || return
-  start_proxy || { fail "faultproxy did not start"; return; }
-  LNS=$(new_ns shard)
-  start_recorder
-  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
-  start_instance i1 && start_instance i2 || { fail "instances"; return; }
-  APPLY_FLAGS="-v 4 --kube-api-qps 3 --kube-api-burst 3 --kubeconfig $KUBECONFIG"
-  start_instance i3 "$TMP/proxy.kubeconfig" || { fail "instance i3"; return; }
-  ALL_INSTANCES="i1 i2 i3"
-  assertTrue "three instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3"
-  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
-  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
-  assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 ))"
-  scale_all 5
-  assertTrue "i3 is creating" "wait_for 30 grep -q 'need 5, creating 3' $TMP/i3/pipeline.log"
+  start_cut_off 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
   lp=$(cat "$TMP/i3/lease.pid")
   kill -STOP "$lp"
   echo drop >"$TMP/proxy.ctl"
@@ -571,15 +565,8 @@ test_controller_frozen_lease() {
   assertTrue "i1 and i2 own every bucket" "wait_for 30 all_files_cover i1 i2"
   assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
   assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
-  late=$(grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
-    [ "$(log_ms "$l")" -gt $(( deadline + 300 )) ] && echo "$l"; done)
-  assertEquals "no pod created by i3 after its fence passed" "" "$late"
-  kill_instance i3
-  kill "$PROXY_PID"
-  sleep 3
-  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
-  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
-  assertEquals "none deleted" 0 "$(deleted)"
+  assertEquals "no pod created by i3 after its fence passed" "" "$(i3_late "$deadline")"
+  end_cut_off
 }
 
 . "$SHUNIT2"
