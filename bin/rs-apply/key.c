@@ -213,6 +213,9 @@ skip_fenced(struct key *k, struct intent *in)
 		}
 		key_fail(k, "FailedDelete", msg);
 		break;
+	case OP_EVENT:
+		/* as when its write fails: never holds the key up */
+		break;
 	default:
 		k->failed = 1;
 	}

@@ -127,12 +127,14 @@ watch_check() {
   assertEquals "nothing out of the shard, of any namespace" "" "$(all_in_shard "$2")"
 }
 
-# off_cluster: the cluster without the gate, started on first use.
+# off_cluster: the cluster without the gate, started on first use, with
+# an audit log (tests/env/cluster --audit) that counts the fence tests'
+# requests.
 off_cluster() {
   if [ -z "$OFF" ]; then
     OFF=$TMP/off
     for _try in 1 2 3; do
-      RS_CLUSTER_SHARDING=0 "$CLUSTER" up "$OFF" --owner $$ >"$OFF.log" 2>&1 && break
+      RS_CLUSTER_SHARDING=0 "$CLUSTER" up "$OFF" --owner $$ --audit >"$OFF.log" 2>&1 && break
       "$CLUSTER" down "$OFF" >/dev/null 2>&1
       [ $_try -eq 3 ] && { fail "unable to start a cluster without the gate: $(tail -3 "$OFF.log")"; OFF=; return 1; }
       sleep 1
@@ -299,6 +301,35 @@ fenced_run() {
     --fence "$TMP/fence" --shards $B >/dev/null 2>"$TMP/apply.log"
 }
 
+# sent NS: the writes of rs-apply to NS that reached the server, from its
+# audit log, "verb resource[/subresource]" a line, sorted. A read made
+# after rs-apply exited marks the end: once it is logged, so is every
+# request of rs-apply (the log is written in the order requests end).
+sent() {
+  kubectl get namespace "$1" -o name >/dev/null
+  wait_for 20 logged "$1" || { echo "the marker never reached the audit log"; return; }
+  jq -r --arg ns "$1" 'select(.stage == "ResponseComplete" and (.userAgent | startswith("rs-apply"))
+      and .objectRef.namespace == $ns and (.verb | test("^(create|update|patch|delete)$")))
+    | "\(.verb) \(.objectRef.resource)\(if .objectRef.subresource then "/" + .objectRef.subresource else "" end)"' \
+    "$OFF/audit.log" | sort
+}
+
+logged() {
+  jq -c --arg ns "$1" 'select(.stage == "ResponseComplete" and .verb == "get"
+    and .objectRef.resource == "namespaces" and .objectRef.name == $ns)' "$OFF/audit.log" | grep -q .
+}
+
+# fence_ns POD...: a namespace on the audited cluster with the ReplicaSet
+# web and these pods; sets ns, and rv, the ReplicaSet's resourceVersion.
+fence_ns() {
+  off_cluster || return 1
+  ns=$(new_ns fence) && mk_rs "$ns" web || { fail "setup"; return 1; }
+  for p in "$@"; do pod "$ns" "$p" || { fail "setup"; return 1; }; done
+  rv=$(rs_rv "$ns")
+}
+
+rs_rv() { kubectl get rs -n "$1" web -o jsonpath='{.metadata.resourceVersion}'; }
+
 # writes NS: what the server shows of the writes to NS: pods created (not
 # p1), p1 there or gone, the ReplicaSet's status.replicas (0 until
 # written), events.
@@ -312,29 +343,24 @@ writes() {
 
 test_fence_passed_sends_no_write() {
   need_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns p1 || return
   # the namespace's bucket passed a second ago, every other live
   fenced_run "$ns" -1000 60000
   assertEquals "exit status" 0 $?
   assertEquals "no pod created, p1 not deleted, status as it was (0), no event" "0 1 0 0" \
     "$(writes "$ns")"
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
   assertEquals "its creation expectation lowered" 0 \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
   assertTrue "the rest of the round not sent" \
     "grep -q \"$ns/web: bucket [0-9]*'s Lease is not held (fence): nothing more is sent this round\" $TMP/apply.log"
-  assertEquals "no write request went out" 0 \
-    "$(grep -cE '(POST|PUT|PATCH|DELETE) /.*: [1-9][0-9]{2}' "$TMP/apply.log")"
+  assertEquals "no write reached the server" "" "$(sent "$ns")"
 }
 
 test_fence_live_sends_the_writes() {
   need_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
+  fence_ns p1 || return
   # the namespace's bucket live for a minute, every other passed
   fenced_run "$ns" 60000 -1000
   assertEquals "exit status" 0 $?
@@ -342,6 +368,10 @@ test_fence_live_sends_the_writes() {
     "[ \"\$(writes $ns | cut -d' ' -f1-3)\" = '2 0 7' ] && [ \$(writes $ns | cut -d' ' -f4) -ge 3 ]"
   assertTrue "synced" "grep -q '$ns/web: synced' $TMP/apply.log"
   assertEquals "nothing fenced" 0 "$(grep -c 'not sent' "$TMP/apply.log")"
+  assertEquals "the writes reached the server" "create pods
+create pods
+delete pods
+update replicasets/status" "$(sent "$ns" | grep -v ' events$')"
 }
 
 # The slot passes in the middle of a burst: 40 creates in slow-start
@@ -351,9 +381,7 @@ test_fence_live_sends_the_writes() {
 # lowered for every pod not created.
 test_fence_passing_stops_the_burst() {
   need_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web && pod "$ns" p1 || { fail "setup"; return; }
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns p1 || return
   b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
   "$FENCE_TOOL" "$TMP/fence" $B create && "$FENCE_TOOL" "$TMP/fence" $B set "$b" 2500 ||
     { fail "fence-tool"; return; }
@@ -368,9 +396,11 @@ test_fence_passing_stops_the_burst() {
   assertEquals "the expectation lowered for the pods not created" "$created" \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq .add)"
   assertEquals "p1 not deleted" 1 "$p1"
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
   assertTrue "creates refused as they left" "grep -q 'POST .*: 0 not sent: the Lease of bucket $b ' $TMP/apply.log"
+  assertEquals "only those creates reached the server" "$created" \
+    "$(sent "$ns" | grep -c '^create pods$')"
+  assertEquals "no other write but events" "" "$(sent "$ns" | grep -v -e '^create pods$' -e ' events$')"
   assertTrue "the key retried" "grep -q '$ns/web: sync failed, retry' $TMP/apply.log"
 }
 
@@ -381,11 +411,8 @@ test_fence_passing_stops_the_burst() {
 # go in the expectations, and the status is not sent.
 test_fence_read_as_writes_leave() {
   need_cluster || return
-  ns=$(new_ns fence)
-  mk_rs "$ns" web || { fail "setup"; return; }
-  pods=
-  for i in $(seq 1 10); do pod "$ns" d$i; pods="$pods $ns/d$i"; done
-  rv=$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')
+  fence_ns d1 d2 d3 d4 d5 d6 d7 d8 d9 d10 || return
+  pods=$(for i in $(seq 1 10); do printf ' %s/d%s' "$ns" $i; done)
   # shellcheck disable=SC2086  # one argument a pod
   "$EXP_TOOL" "$RS_STATE_DIR/expectations" expect-deletions "$ns/web" $pods >/dev/null
   b=$(shardpy bucket $B "$ns" | cut -d' ' -f2)
@@ -407,11 +434,13 @@ test_fence_read_as_writes_leave() {
   assertTrue "some deleted before the slot passed: $n left" "[ $n -le 8 ]"
   assertTrue "not all, though queued while it was live: $n left" "[ $n -ge 1 ]"
   assertEquals "refused as they left" "$n" "$(grep -c 'DELETE .*: 0 not sent: the Lease of bucket' "$TMP/apply.log")"
+  assertEquals "only the others reached the server" "$((10 - n))" \
+    "$(sent "$ns" | grep -c '^delete pods$')"
+  assertEquals "no other write but events" "" "$(sent "$ns" | grep -v -e '^delete pods$' -e ' events$')"
   assertEquals "their deletions let go: the rest awaits the watch" \
     "$(for p in $pods; do case " $left " in *" ${p#*/} "*) ;; *) echo "$p" ;; esac; done | sort | tr '\n' ' ')" \
     "$("$EXP_TOOL" "$RS_STATE_DIR/expectations" get "$ns/web" | jq -r '.deleting | sort | join(" ")') "
-  assertEquals "the ReplicaSet untouched" "$rv" \
-    "$(kubectl get rs -n "$ns" web -o jsonpath='{.metadata.resourceVersion}')"
+  assertEquals "the ReplicaSet untouched" "$rv" "$(rs_rv "$ns")"
 }
 
 test_fence_file_checked_at_start() {

@@ -49,7 +49,7 @@ writable(const char *path, unsigned b)
 int
 main(int argc, char **argv)
 {
-	struct rs_fence *f;
+	struct rs_fence *f = NULL;
 	unsigned b;
 	int64_t now = rs_mono_ns();
 
