@@ -489,7 +489,8 @@ start_cut_off() {
   NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
   wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 )) || { echo "2 pods each: no" >&2; return 1; }
   scale_all 5
-  wait_for 30 grep -q 'need 5, creating 3' "$TMP/i3/pipeline.log" || { echo "i3 not creating" >&2; return 1; }
+  # i3's slow rs-apply may still be writing the statuses of the first round
+  wait_for 180 grep -q 'need 5, creating 3' "$TMP/i3/pipeline.log" || { echo "i3 not creating" >&2; return 1; }
 }
 
 # i3_late DEADLINE-MS: i3's creates answered over 300 ms after it (those
