@@ -1,16 +1,20 @@
 /* shard.c: shard mode as one event loop (doc/sharding.md).
  *
- * A round: one LIST of the group's Leases, then every write at once (the
- * member Lease, each held bucket's renewal, each take, each release, each
- * stale member's deletion), then, when the last answer is in, prog is
- * restarted if the set it should own changed. Each bucket and each member
- * is judged by decide.c's elector, the same rule as leader election: a
- * record expires a lease duration after this process saw it change.
+ * A round: at once, one LIST of the group's Leases and the renewals of
+ * the member Lease and of each held bucket (or its release), each a PUT
+ * over the Lease as this instance last wrote it, as client-go's leader
+ * renews without reading first: a renewal costs one request however slow
+ * the LIST. When the LIST is in: the takes and the deletions of stale
+ * members; when the last answer is in, prog is restarted if the set it
+ * should own changed. Each bucket and each member is judged by decide.c's
+ * elector, the same rule as leader election: a record expires a lease
+ * duration after this process saw it change.
  *
  * A held bucket is lost when no renewal succeeded for the renew deadline,
- * counted from the start of the last one that did, or when the LIST shows
- * another holder; its fence slot is zeroed at once and prog restarted
- * without it. A bucket given up (above the fair share) is zeroed in the
+ * counted from the start of the last one that did, or when a renewal
+ * meets a Conflict (another wrote it) or NotFound; its fence slot is
+ * zeroed at once and prog restarted without it. The LIST says nothing of
+ * a held bucket: it may be older than the renewal sent beside it. A bucket given up (above the fair share) is zeroed in the
  * fence at once too, but renewed until prog is gone and only then written
  * free: no other instance may take it while prog may still act on it. */
 #include <errno.h>
@@ -31,7 +35,7 @@
 #define JITTER 0.2     /* of the retry period: see round_next */
 
 enum why { WHY_NONE, WHY_TERM, WHY_PROG };
-enum rstate { R_IDLE, R_LIST, R_WRITE };
+enum rstate { R_IDLE, R_BUSY };
 enum pstate { P_NONE, P_RUN, P_STOP };
 enum rq { RQ_SELF, RQ_RENEW, RQ_TAKE, RQ_RELEASE, RQ_DELETE };
 
@@ -159,6 +163,25 @@ keep(struct lz *l, const cJSON *o, struct lease_rec *rec)
 	return RS_OK;
 }
 
+/* Another wrote the Lease since this instance did (or deleted it): a
+ * held bucket is lost; the member Lease is read again from the LIST. */
+static void
+write_refused(struct sh *s, const struct req *q, rs_code rc,
+    const struct rs_kresp *resp)
+{
+	struct lz *l;
+
+	if (q->kind == RQ_DELETE || q->kind == RQ_TAKE || (rc == RS_EAPI &&
+	    resp->status.code != 409))
+		return;
+	l = lz_of(s, q);
+	cJSON_Delete(l->cur);
+	l->cur = NULL;
+	if (q->kind != RQ_SELF && l->held)
+		lose(s, q->idx, rc == RS_ENOTFOUND ? "its lease was deleted" :
+		    "another instance wrote its lease");
+}
+
 static void
 on_write(void *arg, rs_code rc, struct rs_kresp *resp)
 {
@@ -183,6 +206,8 @@ on_write(void *arg, rs_code rc, struct rs_kresp *resp)
 		rc = RS_EPARSE;
 	}
 	cJSON_Delete(o);
+	if (rc == RS_EAPI || rc == RS_ENOTFOUND)
+		write_refused(s, q, rc, resp);
 	if (rc == RS_OK && l != NULL) {
 		lease_wrote(&l->e, &rec, rs_mono_ns());
 		if (q->kind == RQ_RELEASE) {
@@ -320,12 +345,12 @@ note_item(struct sh *s, const cJSON *it, int64_t now, shard_set seen)
 	if (name == NULL || (kind = plan_name(s->o->eo.name, name, &i)) == 0)
 		return;
 	if (kind == 'b' && i < s->nb) {
-		if (keep(&s->b[i], it, &rec) == RS_OK) {
+		set_put(seen, i, 1);
+		/* A held bucket is known by its renewals. */
+		if (!s->b[i].held && keep(&s->b[i], it, &rec) == RS_OK)
 			lease_observe(&s->b[i].e, &rec, now);
-			set_put(seen, i, 1);
-		}
 	} else if (kind == 'm' && strcmp(name, s->self_name) == 0) {
-		if (keep(&s->self, it, &rec) == RS_OK)
+		if (s->self.cur == NULL && keep(&s->self, it, &rec) == RS_OK)
 			lease_observe(&s->self.e, &rec, now);
 	} else if (kind == 'm' && lease_parse(it, &rec) == RS_OK &&
 	    (m = member_of(s, name)) != NULL) {
@@ -343,13 +368,11 @@ forget(struct sh *s, const shard_set seen)
 	unsigned b;
 
 	for (b = 0; b < s->nb; b++)
-		if (!set_has(seen, b) && s->b[b].cur != NULL) {
+		if (!set_has(seen, b) && !s->b[b].held && s->b[b].cur != NULL) {
 			cJSON_Delete(s->b[b].cur);
 			s->b[b].cur = NULL;
 			elector_init(&s->b[b].e, s->o->eo.identity,
 			    (long)(s->o->eo.lease_duration / 1000000000LL));
-			if (s->b[b].held)
-				lose(s, b, "its lease was deleted");
 		}
 	for (i = j = 0; i < s->nmem; i++)
 		if (s->mem[i].listed) {
@@ -411,6 +434,7 @@ prog_uses(const struct sh *s, unsigned i)
 	return s->ps != P_NONE && set_has(s->prog_set, i);
 }
 
+/* Step 4's writes, once the LIST is in. */
 static void
 writes(struct sh *s, int64_t now)
 {
@@ -421,17 +445,11 @@ writes(struct sh *s, int64_t now)
 	int64_t stale;
 
 	plan(s, take);
-	s->rs = R_WRITE;
-	s->pending = 1;   /* held until every request is out */
-	write_lz(s, &s->self, RQ_SELF, 0, s->self_name);
-	for (i = 0; i < s->nb; i++) {
-		bucket_name(s, i, name, sizeof name);
-		if (s->b[i].held)
-			write_lz(s, &s->b[i], s->b[i].releasing &&
-			    !prog_uses(s, i) ? RQ_RELEASE : RQ_RENEW, i, name);
-		else if (set_has(take, i))
+	for (i = 0; i < s->nb; i++)
+		if (set_has(take, i)) {
+			bucket_name(s, i, name, sizeof name);
 			write_lz(s, &s->b[i], RQ_TAKE, i, name);
-	}
+		}
 	for (m = 0; m < s->nmem; m++) {
 		stale = (int64_t)STALE_DURATIONS * 1000000000LL *
 		    (s->mem[m].e.obs.duration_s > 0 ?
@@ -439,8 +457,26 @@ writes(struct sh *s, int64_t now)
 		if (now - s->mem[m].e.obs_ns > stale)
 			delete_member(s, &s->mem[m]);
 	}
-	if (--s->pending == 0)
-		round_end(s);
+}
+
+/* Step 2, beside the LIST: what is held is renewed (a bucket given up,
+ * once prog no longer acts on it, is written free instead). A member
+ * Lease not known yet waits for the LIST: it is read from there, or
+ * created when not there. */
+static void
+renewals(struct sh *s)
+{
+	char name[LEASE_ID_MAX + 1];
+	unsigned i;
+
+	if (s->self.cur != NULL)
+		write_lz(s, &s->self, RQ_SELF, 0, s->self_name);
+	for (i = 0; i < s->nb; i++)
+		if (s->b[i].held) {
+			bucket_name(s, i, name, sizeof name);
+			write_lz(s, &s->b[i], s->b[i].releasing &&
+			    !prog_uses(s, i) ? RQ_RELEASE : RQ_RENEW, i, name);
+		}
 }
 
 static void
@@ -451,33 +487,34 @@ on_list(void *arg, rs_code rc, struct rs_kresp *resp)
 	shard_set seen = { 0 };
 	int64_t now = rs_mono_ns();
 	cJSON *o = NULL;
-	unsigned i;
 
 	if (rc == RS_OK && (resp->body == NULL || rs_json_parse(resp->body,
 	    resp->len, &o, NULL) != RS_OK))
 		rc = RS_EPARSE;
 	if (rc != RS_OK) {
 		report(s, "list the group's leases", rc, resp);
-		s->rs = R_IDLE;
-		return;
+	} else {
+		items = rs_json_get(o, "items", (char *)NULL);
+		cJSON_ArrayForEach(it, items)
+			note_item(s, it, now, seen);
+		forget(s, seen);
+		count_live(s, now);
+		/* The member Lease neither listed nor written: created. */
+		if (s->self.cur == NULL)
+			write_lz(s, &s->self, RQ_SELF, 0, s->self_name);
+		writes(s, now);
 	}
-	items = rs_json_get(o, "items", (char *)NULL);
-	cJSON_ArrayForEach(it, items)
-		note_item(s, it, now, seen);
 	cJSON_Delete(o);
-	forget(s, seen);
-	for (i = 0; i < s->nb; i++)
-		if (s->b[i].held && !lease_is_leader(&s->b[i].e))
-			lose(s, i, "another instance holds it");
-	count_live(s, now);
-	writes(s, now);
+	if (--s->pending == 0)
+		round_end(s);
 }
 
 static void
 round_start(struct sh *s, int64_t now)
 {
-	s->rs = R_LIST;
+	s->rs = R_BUSY;
 	s->rstart = now;
+	s->pending = 1;   /* held until every request is out */
 	/* A holder renews every retry period, as client-go's leader does;
 	 * a little jitter keeps members from moving in step. client-go's
 	 * 1.2 would let a round come later than the renew deadline. */
@@ -485,10 +522,13 @@ round_start(struct sh *s, int64_t now)
 	    (int64_t)(drand48() * JITTER * (double)s->o->eo.retry_period);
 	rs_info(4, "GET %s", s->list);
 	if (rs_kube_submit(s->k, "GET", s->list, NULL, NULL, 0, on_list, s) !=
-	    RS_OK) {
+	    RS_OK)
 		rs_error("unable to send a request: %s", rs_strerror(RS_ENOMEM));
-		s->rs = R_IDLE;
-	}
+	else
+		s->pending++;
+	renewals(s);
+	if (--s->pending == 0)
+		round_end(s);
 }
 
 static void
@@ -524,7 +564,7 @@ maybe_start(struct sh *s)
 {
 	shard_set a;
 
-	if (s->ps != P_NONE || s->rs == R_WRITE || s->why != WHY_NONE)
+	if (s->ps != P_NONE || s->rs != R_IDLE || s->why != WHY_NONE)
 		return;
 	active_set(s, a);
 	if (s->file_written && memcmp(a, s->file_set, sizeof a) == 0 &&

@@ -27,7 +27,6 @@ node_ns() {
   echo "$_ns"
 }
 
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # running_uids NS SELECTOR: uid of each pod of SELECTOR that is Running and
 # not being deleted, one a line.

@@ -63,13 +63,6 @@ lease_versions() {
 # the acquireTime (ms) of the first version ID holds.
 last_renewal() { lease_versions "$1" | mawk -v id="$2" '$1 == id { r = $3 } END { print (r == "" ? 0 : r) }'; }
 first_acquired() { lease_versions "$1" | mawk -v id="$2" '$1 == id { print $2; exit }'; }
-
-# alive PID: the process exists and is no zombie.
-alive() {
-  _st=$(ps -o stat= -p "$1" 2>/dev/null)
-  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
-}
-dead() { ! alive "$1"; }
 group_dead() {
   for _p in $(pgrep -g "$1" 2>/dev/null); do alive "$_p" && return 1; done
   return 0
@@ -84,21 +77,13 @@ transitions() {
   kubectl -n "$1" get lease "$2" -o jsonpath='{.spec.leaseTransitions}'
 }
 
-# kill9 PID: SIGKILL, without the shell's "Killed" job report.
-kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
-
 # After each test: its rs-lease copies stopped, and any marker prog left
 # behind killed, whatever the test did.
 tearDown() {
   for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
   for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
   LEASE_PIDS=
-  for f in "$TMP"/*.pid; do
-    [ -f "$f" ] || continue
-    _p=$(cat "$f")
-    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
-    rm -f "$f"
-  done
+  kill_markers
   rm -f "$TMP"/*.term "$TMP"/*.gone "$TMP"/*.lease
   rs_cleanup
 }

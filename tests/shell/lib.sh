@@ -61,6 +61,25 @@ new_ns() {
   echo "$ns"
 }
 
+# alive PID: the process exists and is no zombie; dead: not alive.
+alive() {
+  _st=$(ps -o stat= -p "$1" 2>/dev/null)
+  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
+}
+dead() { ! alive "$1"; }
+now_ms() { date +%s%3N; }
+# kill9 PID: SIGKILL, without the shell's "Killed" job report.
+kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
+# kill_markers: the sleeping progs that wrote their pid to $TMP/*.pid.
+kill_markers() {
+  for _f in "$TMP"/*.pid; do
+    [ -f "$_f" ] || continue
+    _p=$(cat "$_f")
+    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
+    rm -f "$_f"
+  done
+}
+
 # wait_for SECONDS CMD...: retry CMD every 0.2 s until it succeeds.
 wait_for() {
   _t=$1; shift

@@ -24,13 +24,6 @@ TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadlin
 GROUP=grp
 LEASE_PIDS=
 
-now_ms() { date +%s%3N; }
-kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }
-alive() {
-  _st=$(ps -o stat= -p "$1" 2>/dev/null)
-  [ -n "$_st" ] && [ "${_st#Z}" = "$_st" ]
-}
-dead() { ! alive "$1"; }
 
 # sprog.sh DIR: appends the shard file it was started with to DIR.starts,
 # its pid to DIR.pid, then sleeps.
@@ -80,12 +73,7 @@ tearDown() {
   for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
   for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
   LEASE_PIDS=
-  for f in "$TMP"/*.pid; do
-    [ -f "$f" ] || continue
-    _p=$(cat "$f")
-    [ "$(ps -o comm= -p "$_p" 2>/dev/null)" = sleep ] && kill -KILL "$_p"
-    rm -f "$f"
-  done
+  kill_markers
   rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
   stop_instances
   rs_cleanup
@@ -278,7 +266,7 @@ start_instance() {
   wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
   KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
   RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
-  RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
+  RS_WATCH_FLAGS="-v 1" RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
     "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
   echo $! >"$_d/lease.pid"
   INSTANCES="$INSTANCES $1"
@@ -316,8 +304,13 @@ make_load() {
 
 # scale_all N: every ReplicaSet of the load to N replicas.
 scale_all() {
-  for n in $NSES; do kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & done
-  wait
+  _pids=
+  for n in $NSES; do
+    kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null &
+    _pids="$_pids $!"
+  done
+  # shellcheck disable=SC2086
+  wait $_pids
 }
 
 # exact N: every ReplicaSet of the load has exactly N live pods, and no
@@ -365,6 +358,9 @@ test_controller_sharded() {
     ALL_INSTANCES="$ALL_INSTANCES i$i"
   done
   total=$(( SHARD_NS * SHARD_RS_PER_NS * 2 ))
+  # the first to start takes every bucket until it sees the others
+  assertTrue "the instances split the buckets" "wait_for 30 all_files_cover $ALL_INSTANCES"
+  sleep 2
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
   assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + total / 10 )) exact 2 $total"
   sleep 3
@@ -377,6 +373,23 @@ test_controller_sharded() {
     assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod "
   done
   assertEquals "no namespace with pods created by two instances" "" "$(multi_creator_ns)"
+  for i in $ALL_INSTANCES; do
+    assertContains "$i's watch is filtered by the server" "$(cat "$TMP/$i/pipeline.log")" \
+      "${SHARD_WATCH_SAYS:-the server filters by the shard selector}"
+  done
+}
+
+# The same against an apiserver without the ShardedListAndWatch gate: the
+# watches get everything and rs-watch drops what is not its own; the
+# results are the same.
+test_controller_gate_off() {
+  need_cluster || return
+  RS_CLUSTER_SHARDING=0 "$top/tests/env/cluster" restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1
+  assertTrue "apiserver back" "wait_for 60 $top/tests/env/cluster status $RS_TEST_CLUSTER"
+  SHARD_WATCH_SAYS="the server does not filter by the shard selector" test_controller_sharded
+  stop_instances
+  "$top/tests/env/cluster" restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1
+  assertTrue "apiserver back with the gate" "wait_for 60 $top/tests/env/cluster status $RS_TEST_CLUSTER"
 }
 
 # start_all N: recorder, N instances, the load at 2 replicas converged.
@@ -436,6 +449,127 @@ test_controller_join() {
   assertEquals "each pod created once" "$(( NRS * 4 ))" "$(created)"
   assertEquals "none deleted" 0 "$(deleted)"
   assertContains "i4 created pods" "$(cat "$TMP/i4/pipeline.log")" "created pod "
+}
+
+# start_proxy: a faultproxy in front of the apiserver, $TMP/proxy.kubeconfig
+# pointing at it (the server cert names 127.0.0.1 whatever the port).
+start_proxy() {
+  _port=$(sed -n 's/^APISERVER_PORT=//p' "$RS_TEST_CLUSTER/env")
+  rm -f "$TMP/proxy.port"
+  "$FAULTPROXY" --control "$TMP/proxy.ctl" --port-file "$TMP/proxy.port" 0 "$_port" \
+    2>"$TMP/proxy.log" &
+  PROXY_PID=$!
+  RS_PIDS="$RS_PIDS $PROXY_PID"
+  wait_for 10 test -s "$TMP/proxy.port" || return 1
+  sed "s#https://127.0.0.1:$_port#https://127.0.0.1:$(cat "$TMP/proxy.port")#" \
+    "$KUBECONFIG" >"$TMP/proxy.kubeconfig"
+  chmod 0600 "$TMP/proxy.kubeconfig"
+}
+
+# log_ms LINE: the wall-clock time of a log line (I1126 22:44:22.409359:
+# month, day, time; this year), ms.
+log_ms() {
+  set -- $1
+  _md=${1#?} _t=$2
+  echo $(( $(date -u -d "$(date -u +%Y)-${_md%??}-${_md#??} ${_t%.*}" +%s) * 1000 + 10#$(echo "${_t#*.}" | cut -c1-3) ))
+}
+
+# start_cut_off QPS: i1 and i2, and i3 whose rs-lease and rs-watch go
+# through the faultproxy while its rs-apply (at QPS) goes straight; the
+# load converged at 2, then scaled to 5 and i3 creating.
+start_cut_off() {
+  start_proxy || { echo "faultproxy did not start" >&2; return 1; }
+  LNS=$(new_ns shard)
+  start_recorder
+  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
+  start_instance i1 && start_instance i2 || return 1
+  APPLY_FLAGS="-v 4 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
+  start_instance i3 "$TMP/proxy.kubeconfig" || return 1
+  ALL_INSTANCES="i1 i2 i3"
+  wait_for 30 all_files_cover i1 i2 i3 || { echo "no split" >&2; return 1; }
+  make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
+  NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
+  wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 )) || { echo "2 pods each: no" >&2; return 1; }
+  scale_all 5
+  # i3's slow rs-apply may still be writing the statuses of the first round
+  wait_for 180 grep -q 'need 5, creating 3' "$TMP/i3/pipeline.log" || { echo "i3 not creating" >&2; return 1; }
+}
+
+# i3_late DEADLINE-MS: i3's creates answered over 300 ms after it (those
+# within were sent before).
+i3_late() {
+  grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
+    [ "$(log_ms "$l")" -gt $(( $1 + 300 )) ] && echo "$l"; done
+}
+
+# end_cut_off: i3 and the proxy gone (nothing it held back ever reaches
+# the server), then the counts.
+end_cut_off() {
+  kill_instance i3
+  kill "$PROXY_PID"
+  sleep 3
+  assertTrue "still exact" "exact 5 $(( NRS * 5 ))"
+  assertEquals "each pod created once" "$(( NRS * 5 ))" "$(created)"
+  assertEquals "none deleted" 0 "$(deleted)"
+}
+
+# An instance cut off from the API server but for its rs-apply: its
+# rs-lease and rs-watch go through a proxy that drops every packet, its
+# rs-apply goes straight, with a backlog of creates (a scale-up, rs-apply
+# slowed). Its renewals fail; at the renew deadline rs-lease stops its
+# pipeline and stays; no pod is created by it after the deadline; the
+# others take its buckets no sooner than the lease duration after the
+# last renewal and finish: exact counts, no pod created twice.
+test_controller_partition() {
+  need_cluster || return
+  start_cut_off 5 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  echo drop >"$TMP/proxy.ctl"
+  t0=$(now_ms)
+  assertTrue "i3 loses its buckets" "wait_for 15 grep -q 'lost bucket.*renew deadline' $TMP/i3/pipeline.log"
+  # errors carry no time: the line rs-lease logs right after it does
+  lost=$(awk '/lost bucket.*renew deadline/ { f = 1 } f && /^I.* rs-lease\]/ { print; exit }' "$TMP/i3/pipeline.log")
+  deadline=$(log_ms "$lost")
+  echo "i3's renew deadline passed $(( deadline - t0 )) ms after the drop"
+  assertTrue "i2 and i1 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  taken=$(now_ms)
+  assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
+    "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
+  assertTrue "i3's rs-lease stays" "alive $(cat "$TMP/i3/lease.pid")"
+  assertEquals "no pod created by i3 after its deadline" "" "$(i3_late "$deadline")"
+  assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
+  end_cut_off
+}
+
+# fence_deadline_ms ID: the latest slot of ID's fence as wall-clock ms.
+fence_deadline_ms() {
+  python3 - "$TMP/$1/state/fence" <<'PY'
+import struct, sys, time
+d = open(sys.argv[1], 'rb').read()
+slots = [struct.unpack_from('=q', d, o)[0] for o in range(64, len(d), 8)]
+mono, wall = time.clock_gettime_ns(time.CLOCK_MONOTONIC), time.time_ns()
+print((wall + max(slots) - mono) // 1000000)
+PY
+}
+
+# The same with rs-lease frozen (SIGSTOP) as well, so that nothing stops
+# the pipeline: only the fence does. rs-apply, with its backlog and a
+# straight line to the server, must send nothing once the slots have
+# passed: each refusal is logged, no pod is created by it after the
+# deadline read from its fence file, and no pod twice. Without the fence
+# it would go on creating beside the instances that took its buckets.
+test_controller_frozen_lease() {
+  need_cluster || return
+  start_cut_off 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
+  lp=$(cat "$TMP/i3/lease.pid")
+  kill -STOP "$lp"
+  echo drop >"$TMP/proxy.ctl"
+  deadline=$(fence_deadline_ms i3)
+  echo "i3's fence passes $(( deadline - $(now_ms) )) ms after rs-lease was frozen"
+  assertTrue "i1 and i2 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
+  assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
+  assertEquals "no pod created by i3 after its fence passed" "" "$(i3_late "$deadline")"
+  end_cut_off
 }
 
 . "$SHUNIT2"
