@@ -41,7 +41,7 @@ MANS     := $(wildcard doc/*.[1-8])
 # (tests/tools/*.o), after the last line of a test run.
 .SECONDARY:
 
-.PHONY: all tools deps deps-image deps-node check-deps image asan asan-unit units test test-unit test-shell test-node install deb clean demo bench soak fuzz
+.PHONY: all tools deps deps-image deps-node check-deps image asan asan-unit units test test-unit test-shell test-slow test-node install deb clean demo bench soak fuzz
 all: check-deps $(BINS) $(TTOOLS) $(BENCHES)
 
 # The tools alone, for packages: no test programs, no check of the test
@@ -115,6 +115,10 @@ test-unit: all $(UNITS)
 
 test-shell: all
 	@sh tests/run-all.sh shell
+
+# The shell suites that take minutes each (# run-all: slow): CI runs them.
+test-slow: all
+	@sh tests/run-all.sh slow
 
 # The suites that need a real node (tests/node, tests/env/node): root,
 # containerd, and the image (make image: 4 s when up to date); not in

@@ -1,6 +1,8 @@
 #!/bin/sh
-# run-all.sh [unit|shell|lint|node] [SUITE...]: the test command behind
-# `make test` (unit, lint and shell) and `make test-node` (node). Unit tests: every build/unit/* (cmocka). Shell tests: every
+# run-all.sh [unit|shell|lint|slow|node] [SUITE...]: the test command
+# behind `make test` (unit, lint and shell), `make test-slow` (the shell
+# suites marked "# run-all: slow", which take minutes each) and `make
+# test-node` (node). Unit tests: every build/unit/* (cmocka). Shell tests: every
 # tests/shell/*.sh (shunit2). Lint: tests/lint-tests over the suites, and
 # its own check on planted samples (tests/lint-tests.check). One test
 # cluster (etcd + kube-apiserver) is started for all shell suites and
@@ -137,8 +139,18 @@ if [ "$what" = all ] || [ "$what" = lint ] || { [ "$what" = shell ] && [ $# -eq 
   lint tests sh tests/lint-tests
 fi
 
+# The slow shell suites (make test-slow; CI runs it after make test): a
+# shell run of those alone.
+if [ "$what" = slow ]; then
+  set -- $(grep -l '^# run-all: slow' tests/shell/*.sh)
+  what=shell
+fi
+
 if [ "$what" = all ] || [ "$what" = shell ]; then
-  suites=${*:-$(ls tests/shell/*.sh 2>/dev/null | grep -v '/lib\.sh$')}
+  # suites marked "# run-all: slow" only when named, or by run-all slow
+  suites=${*:-$(for s in tests/shell/*.sh; do
+    case $s in */lib.sh) continue ;; esac
+    grep -q '^# run-all: slow' "$s" || echo "$s"; done)}
   if [ -n "$suites" ]; then
     logs=$(mktemp -d /tmp/rs-test-logs.XXXXXX) aside=
     export RS_TEST_CLUSTER=$(mktemp -d /tmp/rs-test-cluster.XXXXXX)

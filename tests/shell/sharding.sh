@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: slow
 # Sharding (doc/sharding.md, issue 32) against the real test apiserver.
 # rs-lease --shards alone, with a prog that records the shard file it was
 # started with: B buckets split disjointly and fairly between copies; kill
