@@ -40,6 +40,8 @@ list_begin(struct reflector *r, int snapshot)
 	ls->expired = 0;
 	ls->pages = ls->items = 0;
 	ls->t0 = rs_mono_ns();
+	/* a streaming list's own stream is the first watch after it */
+	r->watches = 0;
 }
 
 void
@@ -160,7 +162,6 @@ list_done(struct reflector *r, const char *rv)
 	out_flush();
 	snprintf(r->rv, sizeof r->rv, "%s", rv);
 	r->ls.active = 0;
-	r->watches = 0;
 	free(r->ls.cont);
 	r->ls.cont = NULL;
 	if (r->ls.streaming)

@@ -191,8 +191,9 @@ stream_cut(rs_code rc, const struct rs_kresp *resp)
 /* 410: the resume point is gone, and a list is the cure; the server
  * answered, so it relists at once (client-go waits one backoff step
  * first, as its loop waits after every ListAndWatch). A server that
- * refuses the version its own list just gave (the first watch after the
- * list, nothing received) would make that a loop: that one waits. */
+ * refuses the version its own list just gave (the first watch after a
+ * list in pages, nothing received) would make that a loop: that one
+ * waits. */
 static void
 expired(struct reflector *r, const struct watch_end *end,
     const struct rs_kresp *resp)

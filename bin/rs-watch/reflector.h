@@ -76,8 +76,8 @@ struct reflector {
 	struct listing ls;
 	char rv[RS_RV_MAX];              /* resume point; "" when a list is due */
 	int synced;                      /* the first list is out */
-	long watches;                    /* watches started since the last
-	                                    list completed */
+	long watches;                    /* watch requests since the last
+	                                    list began (its stream included) */
 	int stream_refused;              /* said once: the server refused one */
 	atomic_int hup;
 	volatile int stop;

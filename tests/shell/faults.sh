@@ -205,7 +205,9 @@ test_apiserver_restarts_during_scale_up() {
   for i in $(seq 1 "$FAULT_RESTARTS"); do
     # restart at i/(R+1) of the way, so every restart lands mid-scale-up
     at=$(( n * i / (FAULT_RESTARTS + 1) ))
-    wait_for 120 sh -c "[ \$(kubectl -n $ns get pods -o name | wc -l) -ge $at ]"
+    wait_for 120 sh -c "[ \$(kubectl -n $ns get pods -o name | wc -l) -ge $at ]" ||
+      { fail "restart $i: the scale-up did not reach $at/$n pods in 120 s ($(count_live "$ns" app=web) pods)"
+        drain "$ns" web; return; }
     live=$(count_live "$ns" app=web)
     t0=$(now)
     tests/env/cluster restart-apiserver "$RS_TEST_CLUSTER" >/dev/null 2>&1 ||
@@ -327,8 +329,8 @@ test_cut_watch_resumes_at_once() {
   t_cut=$(now)
   kubectl -n "$ns" run after-cut --image=example.invalid/none --restart=Never >/dev/null
   assertTrue "the pod made after the cut comes in seconds, not after 30 s" \
-    "wait_for 10 grep -q after-cut $d/out"
-  figure "a cut watch: the next event $(since "$t_cut") s after the cut (backoff step 30-60 s)"
+    "wait_for 10 grep -q after-cut $d/out" &&
+    figure "a cut watch: the next event $(since "$t_cut") s after the cut (backoff step 30-60 s)"
   assertTrue "the cut was seen: $(grep -v '^I' "$d/log" | tail -2)" \
     "grep -q 'watch of pods cut after' $d/log"
   assertFalse "no backoff step for the cut" "grep -q 'retrying in' $d/log"
@@ -339,6 +341,40 @@ test_cut_watch_resumes_at_once() {
   kill "$w" 2>/dev/null
   wait "$w" 2>/dev/null
   for p in $(cat "$d/pids"); do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+
+# --- a 410 relists at once ----------------------------------------------------
+
+# rs-watch behind a proxy, on a cluster without watch cache (watches served
+# by etcd), with a backoff step of 30-60 s. etcd is compacted past its
+# resume point and its watch cut: it watches again at once and gets 410,
+# which relists at once (client-go would wait one step first): the relist's
+# BOOKMARK comes within seconds.
+test_410_relists_at_once() {
+  need_cluster || return
+  own_up "$TMP/gone410" RS_TEST_APISERVER_FLAGS=--watch-cache=false || return
+  d=$OWN
+  start_proxy "$d" "$OWN_CLUSTER" "$OWN_CLUSTER/kubeconfig" || { fail "faultproxy did not start"; own_down; return; }
+  ok create namespace g >/dev/null
+  KUBECONFIG=$d/proxy.kubeconfig rs-watch -v 2 --backoff-initial 30s --backoff-max 60s \
+    -n g pods >"$d/out" 2>"$d/log" &
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 grep -q SYNCED $d/out"
+  # writes elsewhere, then a compaction past rs-watch's resume point
+  ok create namespace elsewhere >/dev/null
+  ok -n elsewhere create configmap c --from-literal=a=b >/dev/null
+  tests/env/cluster compact "$OWN_CLUSTER" >/dev/null 2>&1
+  sleep 1.5   # established for over a second: not a "very short watch"
+  proxy cut "$d"
+  t_cut=$(now)
+  assertTrue "the relist's BOOKMARK within 10 s of the cut, no backoff step" \
+    "wait_for 10 grep -q '\"relist\":true' $d/out" &&
+    figure "410 after a cut: the relist's BOOKMARK $(since "$t_cut") s after the cut (backoff step 30-60 s)"
+  assertTrue "the watch got 410: $(grep -v '^I' "$d/log" | tail -2)" "grep -q 'relisting after 410' $d/log"
+  assertFalse "no backoff step" "grep -q 'retrying in\|after a backoff' $d/log"
+  kill "$w" 2>/dev/null
+  wait "$w" 2>/dev/null
+  own_down
 }
 
 # --- etcd compacted under the watches, connections cut: 410 Gone ----------
