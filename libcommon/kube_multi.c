@@ -317,6 +317,12 @@ reap(struct rs_kube *k)
 		if (r->resend) {
 			kreq_reset(r);
 			curl_easy_reset(r->easy);
+			/* a resend is a new start: the gate (rs-apply's
+			 * fence) is asked again, as the write leaves */
+			if (gated(k, r)) {
+				n++;
+				continue;
+			}
 			rc = req_start(k, r);
 			if (rc == RS_OK)
 				continue;

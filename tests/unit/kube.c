@@ -14,6 +14,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -662,6 +663,104 @@ test_multi_stream(void **state)
 	rs_kube_free(k);
 }
 
+/* Answers every request 401 (closing), counting them; the first one
+ * rotates the token file first, so that the client resends it. */
+struct srv401 {
+	int lfd, n;
+	char token[256];
+};
+
+static void *
+serve_401(void *arg)
+{
+	static const char ans[] = "HTTP/1.1 401 Unauthorized\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 2\r\n"
+	    "Connection: close\r\n\r\n{}";
+	struct srv401 *sv = arg;
+	struct pollfd p = { .fd = sv->lfd, .events = POLLIN };
+	char buf[4096];
+	size_t n;
+	ssize_t r;
+	FILE *fp;
+	int fd;
+
+	while (poll(&p, 1, 1500) == 1 && (fd = accept(sv->lfd, NULL,
+	    NULL)) >= 0) {
+		n = 0;
+		while (n < sizeof buf - 1 && (r = read(fd, buf + n,
+		    sizeof buf - 1 - n)) > 0) {
+			n += r;
+			buf[n] = '\0';
+			if (strstr(buf, "\r\n\r\n") && strstr(buf, "{}"))
+				break;
+		}
+		if (sv->n++ == 0 && (fp = fopen(sv->token, "w")) != NULL) {
+			fputs("rotated", fp);
+			fclose(fp);
+		}
+		(void)!write(fd, ans, sizeof ans - 1);
+		close(fd);
+	}
+	return NULL;
+}
+
+static int gate_calls;
+
+/* Lets the first start through, refuses any later one. */
+static int
+gate_once(void *arg, const char *method, const char *path, char *why,
+    size_t len)
+{
+	if (gate_calls++ == 0)
+		return 1;
+	snprintf(why, len, "fenced");
+	return 0;
+}
+
+/* A request sent once more after a 401 (fresh credentials) starts again:
+ * the gate is asked again, and a refusal keeps it from the network. */
+static void
+test_multi_gate_on_resend(void **state)
+{
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	struct stream_seen l = { 0 };
+	struct srv401 sv = { 0 };
+	struct rs_kube *k;
+	pthread_t t;
+	FILE *fp;
+
+	snprintf(sv.token, sizeof sv.token, "%s/token", tmpdir);
+	assert_non_null(fp = fopen(sv.token, "w"));
+	fputs("first", fp);
+	fclose(fp);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sv.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(sv.lfd >= 0);
+	assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(sv.lfd, 4), 0);
+	assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+	assert_int_equal(pthread_create(&t, NULL, serve_401, &sv), 0);
+	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
+	    ntohs(a.sin_port)) > 0);
+	c->token_file = strdup(sv.token);
+	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
+	rs_kube_set_gate(k, gate_once, NULL);
+	gate_calls = 0;
+	assert_int_equal(rs_kube_submit(k, "POST", "/x", NULL, "{}", 2,
+	    stream_end, &l), RS_OK);
+	while (rs_kube_run(k, 1000, -1) > 0)
+		;
+	assert_true(l.ended);
+	assert_int_equal(gate_calls, 2);
+	assert_int_equal(l.rc, RS_EREFUSED);
+	pthread_join(t, NULL);
+	assert_int_equal(sv.n, 1);
+	close(sv.lfd);
+	rs_kube_free(k);
+}
+
 int
 main(void)
 {
@@ -684,6 +783,8 @@ main(void)
 		cmocka_unit_test(test_multi_order_and_rate),
 		cmocka_unit_test(test_multi_extra_fd),
 		cmocka_unit_test(test_multi_stream),
+		cmocka_unit_test_setup_teardown(test_multi_gate_on_resend,
+		    setup, teardown),
 	};
 
 	rs_log_init("kube-test");
