@@ -617,30 +617,40 @@ stream_end(void *arg, rs_code rc, struct rs_kresp *resp)
 	l->rc = rc;
 }
 
+/* A listening socket on a free loopback port; c->server points at it. */
+static int
+loopback_server(struct rs_kube_config *c, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
+	    ntohs(a.sin_port)) > 0);
+	return fd;
+}
+
 /* rs_kube_run returns as a line arrives, the stream still open: a watch's
  * event is acted on at once, not when the run's time is up. */
 static void
 test_multi_stream(void **state)
 {
 	struct rs_kube_config *c = calloc(1, sizeof *c);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof a;
 	struct stream_seen l = { 0 };
 	struct srv sv;
 	struct rs_kube *k;
 	pthread_t t;
 	int64_t t0;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sv.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(sv.lfd >= 0);
-	assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(sv.lfd, 1), 0);
-	assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+	sv.lfd = loopback_server(c, 1);
 	assert_int_equal(pipe(sv.go), 0);
 	assert_int_equal(pthread_create(&t, NULL, serve_one, &sv), 0);
-	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
-	    ntohs(a.sin_port)) > 0);
 	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
 	assert_int_equal(rs_kube_submit_stream(k, "/w?watch=1", 10000,
 	    count_line, &l, stream_end, &l), RS_OK);
@@ -723,8 +733,6 @@ static void
 test_multi_gate_on_resend(void **state)
 {
 	struct rs_kube_config *c = calloc(1, sizeof *c);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof a;
 	struct stream_seen l = { 0 };
 	struct srv401 sv = { 0 };
 	struct rs_kube *k;
@@ -735,15 +743,8 @@ test_multi_gate_on_resend(void **state)
 	assert_non_null(fp = fopen(sv.token, "w"));
 	fputs("first", fp);
 	fclose(fp);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sv.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(sv.lfd >= 0);
-	assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(sv.lfd, 4), 0);
-	assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+	sv.lfd = loopback_server(c, 4);
 	assert_int_equal(pthread_create(&t, NULL, serve_401, &sv), 0);
-	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
-	    ntohs(a.sin_port)) > 0);
 	c->token_file = strdup(sv.token);
 	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
 	rs_kube_set_gate(k, gate_once, NULL);
