@@ -418,7 +418,6 @@ writes(struct sh *s, int64_t now)
 	shard_set take;
 	size_t m;
 	unsigned i;
-	int64_t stale;
 
 	plan(s, take);
 	s->rs = R_WRITE;
@@ -432,13 +431,10 @@ writes(struct sh *s, int64_t now)
 		else if (set_has(take, i))
 			write_lz(s, &s->b[i], RQ_TAKE, i, name);
 	}
-	for (m = 0; m < s->nmem; m++) {
-		stale = (int64_t)STALE_DURATIONS * 1000000000LL *
-		    (s->mem[m].e.obs.duration_s > 0 ?
-		    s->mem[m].e.obs.duration_s : 1);
-		if (now - s->mem[m].e.obs_ns > stale)
+	for (m = 0; m < s->nmem; m++)
+		if (now - s->mem[m].e.obs_ns >
+		    plan_stale_ns(s->mem[m].e.obs.duration_s))
 			delete_member(s, &s->mem[m]);
-	}
 	if (--s->pending == 0)
 		round_end(s);
 }
