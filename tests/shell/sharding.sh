@@ -316,8 +316,14 @@ make_load() {
 
 # scale_all N: every ReplicaSet of the load to N replicas.
 scale_all() {
-  for n in $NSES; do kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & done
-  wait
+  # wait for these only: a bare wait also waits for the instances, which
+  # run in the background of this shell and never end on their own
+  _pids=
+  for n in $NSES; do
+    kubectl -n "$n" scale rs --all --replicas "$1" >/dev/null & _pids="$_pids $!"
+  done
+  # shellcheck disable=SC2086
+  wait $_pids
 }
 
 # exact N: every ReplicaSet of the load has exactly N live pods, and no
