@@ -640,7 +640,8 @@ kreq_finish(struct kreq *r, CURLcode cc)
 
 	kreq_info(r);
 	kreq_count(r);          /* stats */
-	if (cc == CURLE_WRITE_ERROR && r->cb_rc != RS_OK)
+	if ((cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) &&
+	    r->cb_rc != RS_OK)
 		return kreq_callback_failed(r);
 	if (cc != CURLE_OK) {
 		rc = rs_kstatus_transport(st, cc, r->errbuf, r->k->cfg->server);

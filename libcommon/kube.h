@@ -166,9 +166,11 @@ rs_code rs_kube_submit_stream(struct rs_kube *k, const char *path,
     long timeout_ms, rs_kube_line_fn fn, void *arg, rs_kube_done_fn done,
     void *done_arg);
 /* A check of each queued request as it is about to start, after its token
- * and a free slot: one it refuses (returns 0, why filled) is never sent and
- * completes with RS_EREFUSED and why as its message. rs-apply's fence,
- * which must be read as late as the write leaves, not when it was queued. */
+ * and a free slot, and again each time libcurl is about to send it on a
+ * connection that is up: one it refuses (returns 0, why filled) is not
+ * sent and completes with RS_EREFUSED and why as its message. rs-apply's
+ * fence, which must be read as late as the write leaves, not when it was
+ * queued. */
 typedef int (*rs_kube_gate_fn)(void *arg, const char *method,
     const char *path, char *why, size_t len);
 void rs_kube_set_gate(struct rs_kube *k, rs_kube_gate_fn fn, void *arg);

@@ -181,6 +181,28 @@ req_complete(struct rs_kube *k, struct kreq *r, rs_code rc)
 	easy_put(k, e);
 }
 
+/* CURLOPT_PREREQFUNCTION: the gate once more as the request leaves, its
+ * connection up. A transfer can wait in libcurl long after start_due
+ * asked (for a connection another one uses, or one in its handshake, or
+ * dialled again after a partition), and libcurl may send it again on a
+ * new connection: the fence must hold at each send. */
+static int
+on_prereq(void *arg, char *ip, char *lip, int port, int lport)
+{
+	struct kreq *r = arg;
+	struct rs_kube *k = r->k;
+
+	(void)ip;
+	(void)lip;
+	(void)port;
+	(void)lport;
+	if (k->gate(k->gate_arg, r->method, r->path, r->resp.status.message,
+	    sizeof r->resp.status.message))
+		return CURL_PREREQFUNC_OK;
+	r->cb_rc = RS_EREFUSED;
+	return CURL_PREREQFUNC_ABORT;
+}
+
 static rs_code
 req_start(struct rs_kube *k, struct kreq *r)
 {
@@ -189,6 +211,13 @@ req_start(struct rs_kube *k, struct kreq *r)
 	rc = kreq_prepare(r);
 	if (rc != RS_OK)
 		return rc;
+	if (k->gate != NULL && (curl_easy_setopt(r->easy,
+	    CURLOPT_PREREQFUNCTION, on_prereq) != CURLE_OK ||
+	    curl_easy_setopt(r->easy, CURLOPT_PREREQDATA, r) != CURLE_OK)) {
+		snprintf(r->resp.status.message, sizeof r->resp.status.message,
+		    "unable to set up the request's gate");
+		return RS_ECONFIG;
+	}
 	/* Each running transfer holds a receive buffer, 16 KiB unless told;
 	 * the answers here are single objects of a few KiB, and a larger one
 	 * only takes more rounds through it. A hint: refused, the default
@@ -317,6 +346,12 @@ reap(struct rs_kube *k)
 		if (r->resend) {
 			kreq_reset(r);
 			curl_easy_reset(r->easy);
+			/* a resend is a new start: the gate (rs-apply's
+			 * fence) is asked again, as the write leaves */
+			if (gated(k, r)) {
+				n++;
+				continue;
+			}
 			rc = req_start(k, r);
 			if (rc == RS_OK)
 				continue;

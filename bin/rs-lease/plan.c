@@ -76,3 +76,15 @@ plan_name(const char *group, const char *name, unsigned *idx)
 	*idx = (unsigned)v;
 	return 'b';
 }
+
+int64_t
+plan_stale_ns(long duration_s)
+{
+	int64_t per = (int64_t)STALE_DURATIONS * 1000000000LL;
+
+	if (duration_s <= 0)
+		duration_s = 1;
+	if (duration_s > INT64_MAX / per)
+		return INT64_MAX;
+	return per * duration_s;
+}

@@ -442,7 +442,6 @@ writes(struct sh *s, int64_t now)
 	shard_set take;
 	size_t m;
 	unsigned i;
-	int64_t stale;
 
 	plan(s, take);
 	for (i = 0; i < s->nb; i++)
@@ -450,13 +449,10 @@ writes(struct sh *s, int64_t now)
 			bucket_name(s, i, name, sizeof name);
 			write_lz(s, &s->b[i], RQ_TAKE, i, name);
 		}
-	for (m = 0; m < s->nmem; m++) {
-		stale = (int64_t)STALE_DURATIONS * 1000000000LL *
-		    (s->mem[m].e.obs.duration_s > 0 ?
-		    s->mem[m].e.obs.duration_s : 1);
-		if (now - s->mem[m].e.obs_ns > stale)
+	for (m = 0; m < s->nmem; m++)
+		if (now - s->mem[m].e.obs_ns >
+		    plan_stale_ns(s->mem[m].e.obs.duration_s))
 			delete_member(s, &s->mem[m]);
-	}
 }
 
 /* Step 2, beside the LIST: what is held is renewed (a bucket given up,

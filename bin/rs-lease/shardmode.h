@@ -60,6 +60,10 @@ void plan_drop(const uint64_t *held, unsigned nbuckets, unsigned n,
 /* Parses "NAME-b-NNN" (a bucket: 'b', *idx) or "NAME-m-..." (a member:
  * 'm'); 0 for another name. */
 int plan_name(const char *group, const char *name, unsigned *idx);
+/* How long a member Lease of lease duration duration_s (0 or less: 1 s)
+ * may stay unchanged before it is deleted: STALE_DURATIONS of them, in
+ * ns, capped at INT64_MAX (the server takes up to 2^31-1 s). */
+int64_t plan_stale_ns(long duration_s);
 
 /* shardout.c: what prog reads. */
 struct shard_out {

@@ -359,9 +359,12 @@ test_controller_sharded() {
     ALL_INSTANCES="$ALL_INSTANCES i$i"
   done
   total=$(( SHARD_NS * SHARD_RS_PER_NS * 2 ))
-  # the first to start takes every bucket until it sees the others
-  assertTrue "the instances split the buckets" "wait_for 30 all_files_cover $ALL_INSTANCES"
-  sleep 2
+  # the split first: a load made while the first instance still held
+  # every bucket has namespaces begun by one instance and finished by
+  # the one their bucket moved to (as it should), which the last check
+  # here would count against the split
+  assertTrue "the buckets split fairly before the load" \
+    "wait_for 30 fair_split $ALL_INSTANCES"
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || { fail "the load"; return; }
   assertTrue "every ReplicaSet has 2 pods" "wait_for $(( 60 + total / 10 )) exact 2 $total"
   sleep 3
@@ -405,6 +408,12 @@ start_all() {
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
   NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
   wait_for $(( 60 + NRS / 5 )) exact 2 $(( NRS * 2 ))
+}
+fair_split() {  # fair_split ID...: every bucket held once, at least B/N each
+  all_files_cover "$@" || return 1
+  for _i in "$@"; do
+    [ "$(nheld "$_i/state/shards")" -ge $(( SHARD_B / $# )) ] || return 1
+  done
 }
 all_files_cover() {  # all_files_cover ID...: their shard files split all buckets
   split_ok "$SHARD_B" $(for i in "$@"; do printf '%s ' "$i/state/shards"; done)

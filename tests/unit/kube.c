@@ -14,6 +14,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -616,30 +617,40 @@ stream_end(void *arg, rs_code rc, struct rs_kresp *resp)
 	l->rc = rc;
 }
 
+/* A listening socket on a free loopback port; c->server points at it. */
+static int
+loopback_server(struct rs_kube_config *c, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof a;
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
+	    ntohs(a.sin_port)) > 0);
+	return fd;
+}
+
 /* rs_kube_run returns as a line arrives, the stream still open: a watch's
  * event is acted on at once, not when the run's time is up. */
 static void
 test_multi_stream(void **state)
 {
 	struct rs_kube_config *c = calloc(1, sizeof *c);
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t alen = sizeof a;
 	struct stream_seen l = { 0 };
 	struct srv sv;
 	struct rs_kube *k;
 	pthread_t t;
 	int64_t t0;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sv.lfd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(sv.lfd >= 0);
-	assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof a), 0);
-	assert_int_equal(listen(sv.lfd, 1), 0);
-	assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+	sv.lfd = loopback_server(c, 1);
 	assert_int_equal(pipe(sv.go), 0);
 	assert_int_equal(pthread_create(&t, NULL, serve_one, &sv), 0);
-	assert_true(asprintf(&c->server, "http://127.0.0.1:%d",
-	    ntohs(a.sin_port)) > 0);
 	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
 	assert_int_equal(rs_kube_submit_stream(k, "/w?watch=1", 10000,
 	    count_line, &l, stream_end, &l), RS_OK);
@@ -656,6 +667,210 @@ test_multi_stream(void **state)
 	assert_int_equal(l.rc, RS_OK);
 	assert_int_equal(l.n, 2);
 	pthread_join(t, NULL);
+	close(sv.lfd);
+	close(sv.go[0]);
+	close(sv.go[1]);
+	rs_kube_free(k);
+}
+
+/* Answers every request 401 (closing), counting them; the first one
+ * rotates the token file first, so that the client resends it. */
+struct srv401 {
+	int lfd, n;
+	char token[256];
+};
+
+static void *
+serve_401(void *arg)
+{
+	static const char ans[] = "HTTP/1.1 401 Unauthorized\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 2\r\n"
+	    "Connection: close\r\n\r\n{}";
+	struct srv401 *sv = arg;
+	struct pollfd p = { .fd = sv->lfd, .events = POLLIN };
+	char buf[4096];
+	size_t n;
+	ssize_t r;
+	FILE *fp;
+	int fd;
+
+	while (poll(&p, 1, 1500) == 1 && (fd = accept(sv->lfd, NULL,
+	    NULL)) >= 0) {
+		n = 0;
+		while (n < sizeof buf - 1 && (r = read(fd, buf + n,
+		    sizeof buf - 1 - n)) > 0) {
+			n += r;
+			buf[n] = '\0';
+			if (strstr(buf, "\r\n\r\n") && strstr(buf, "{}"))
+				break;
+		}
+		if (sv->n++ == 0 && (fp = fopen(sv->token, "w")) != NULL) {
+			fputs("rotated", fp);
+			fclose(fp);
+		}
+		(void)!write(fd, ans, sizeof ans - 1);
+		close(fd);
+	}
+	return NULL;
+}
+
+static int gate_calls;
+
+/* Lets the first start through, refuses any later one. */
+static int
+gate_once(void *arg, const char *method, const char *path, char *why,
+    size_t len)
+{
+	if (gate_calls++ == 0)
+		return 1;
+	snprintf(why, len, "fenced");
+	return 0;
+}
+
+/* A request sent once more after a 401 (fresh credentials) starts again:
+ * the gate is asked again, and a refusal keeps it from the network. */
+static void
+test_multi_gate_on_resend(void **state)
+{
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct stream_seen l = { 0 };
+	struct srv401 sv = { 0 };
+	struct rs_kube *k;
+	pthread_t t;
+	FILE *fp;
+
+	snprintf(sv.token, sizeof sv.token, "%s/token", tmpdir);
+	assert_non_null(fp = fopen(sv.token, "w"));
+	fputs("first", fp);
+	fclose(fp);
+	sv.lfd = loopback_server(c, 4);
+	assert_int_equal(pthread_create(&t, NULL, serve_401, &sv), 0);
+	c->token_file = strdup(sv.token);
+	assert_int_equal(rs_kube_new(c, NULL, &k), RS_OK);
+	rs_kube_set_gate(k, gate_once, NULL);
+	gate_calls = 0;
+	assert_int_equal(rs_kube_submit(k, "POST", "/x", NULL, "{}", 2,
+	    stream_end, &l), RS_OK);
+	while (rs_kube_run(k, 1000, -1) > 0)
+		;
+	assert_true(l.ended);
+	assert_int_equal(gate_calls, 2);
+	assert_int_equal(l.rc, RS_EREFUSED);
+	pthread_join(t, NULL);
+	assert_int_equal(sv.n, 1);
+	close(sv.lfd);
+	rs_kube_free(k);
+}
+
+/* HTTP/1.1 keep-alive: counts requests, and answers the first only once
+ * told (go); ends after 1.5 s without one. */
+struct srvslow {
+	int lfd, go[2], n;
+};
+
+static int
+read_request(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[4096];
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < sizeof buf - 1 && poll(&p, 1, 1500) == 1 &&
+	    (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0) {
+		n += r;
+		buf[n] = '\0';
+		if (strstr(buf, "\r\n\r\n{}"))
+			return 1;
+	}
+	return 0;
+}
+
+static void *
+serve_slow(void *arg)
+{
+	static const char ans[] = "HTTP/1.1 200 OK\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+	struct srvslow *sv = arg;
+	struct pollfd p = { .fd = sv->lfd, .events = POLLIN };
+	char c;
+	int fd;
+
+	while (poll(&p, 1, 1500) == 1 && (fd = accept(sv->lfd, NULL,
+	    NULL)) >= 0) {
+		while (read_request(fd)) {
+			if (sv->n++ == 0 && read(sv->go[0], &c, 1) != 1)
+				break;
+			(void)!write(fd, ans, sizeof ans - 1);
+		}
+		close(fd);
+	}
+	return NULL;
+}
+
+static int gate_open;
+
+static int
+gate_flag(void *arg, const char *method, const char *path, char *why,
+    size_t len)
+{
+	if (gate_open)
+		return 1;
+	snprintf(why, len, "fenced");
+	return 0;
+}
+
+struct two {
+	int n;
+	rs_code rc[2];
+};
+
+static void
+two_done(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct two *t = arg;
+
+	t->rc[t->n++] = rc;
+}
+
+/* A request the gate let start, but that waited in libcurl for a
+ * connection (the one it shares is busy, or still in its handshake),
+ * asks the gate again as it leaves: a fence that has passed meanwhile
+ * keeps it from the network. */
+static void
+test_multi_gate_on_send(void **state)
+{
+	struct rs_kube_opts ko = { .max_running = 8, .streams = 8,
+	    .user_agent = "test" };
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct srvslow sv = { 0 };
+	struct two tw = { 0 };
+	struct rs_kube *k;
+	pthread_t t;
+	int i;
+
+	sv.lfd = loopback_server(c, 4);
+	assert_int_equal(pipe(sv.go), 0);
+	assert_int_equal(pthread_create(&t, NULL, serve_slow, &sv), 0);
+	assert_int_equal(rs_kube_new(c, &ko, &k), RS_OK);
+	rs_kube_set_gate(k, gate_flag, NULL);
+	gate_open = 1;
+	for (i = 0; i < 2; i++)
+		assert_int_equal(rs_kube_submit(k, "POST", "/x", NULL, "{}", 2,
+		    two_done, &tw), RS_OK);
+	/* both started: the first on the connection, the second waiting */
+	for (i = 0; i < 5; i++)
+		rs_kube_run(k, 50, -1);
+	assert_int_equal(tw.n, 0);
+	gate_open = 0;
+	assert_int_equal(write(sv.go[1], "x", 1), 1);
+	while (rs_kube_run(k, 1000, -1) > 0)
+		;
+	assert_int_equal(tw.n, 2);
+	assert_int_equal(tw.rc[0], RS_OK);
+	assert_int_equal(tw.rc[1], RS_EREFUSED);
+	pthread_join(t, NULL);
+	assert_int_equal(sv.n, 1);
 	close(sv.lfd);
 	close(sv.go[0]);
 	close(sv.go[1]);
@@ -684,6 +899,9 @@ main(void)
 		cmocka_unit_test(test_multi_order_and_rate),
 		cmocka_unit_test(test_multi_extra_fd),
 		cmocka_unit_test(test_multi_stream),
+		cmocka_unit_test_setup_teardown(test_multi_gate_on_resend,
+		    setup, teardown),
+		cmocka_unit_test(test_multi_gate_on_send),
 	};
 
 	rs_log_init("kube-test");

@@ -27,6 +27,18 @@ test_share(void **state)
 	assert_int_equal(plan_share(256, 0), 256);
 }
 
+/* Ten lease durations of a member Lease: none (0) counts as 1 s, and the
+ * largest the server takes (int32 seconds) stays in range. */
+static void
+test_stale(void **state)
+{
+	assert_true(plan_stale_ns(15) == 150000000000LL);
+	assert_true(plan_stale_ns(0) == 10000000000LL);
+	assert_true(plan_stale_ns(-5) == 10000000000LL);
+	assert_true(plan_stale_ns(1000000000L) > 0);
+	assert_true(plan_stale_ns(2147483647L) == INT64_MAX);
+}
+
 /* From the offset, wrapping, free buckets only, at most want. */
 static void
 test_take(void **state)
@@ -156,6 +168,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_take),
+		cmocka_unit_test(test_stale),
 		cmocka_unit_test(test_drop),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_files),
