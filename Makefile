@@ -116,7 +116,8 @@ test-unit: all $(UNITS)
 test-shell: all
 	@sh tests/run-all.sh shell
 
-# The shell suites that take minutes each (# run-all: slow): CI runs them.
+# The shell suites that take minutes each (# run-all: slow: the faults and
+# sharding across instances): CI runs them.
 test-slow: all
 	@sh tests/run-all.sh slow
 

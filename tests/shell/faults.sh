@@ -1,4 +1,5 @@
 #!/bin/bash
+# run-all: slow
 # Faults: the controller converges to exactly the desired pods, creates no
 # pod twice and loses no key while the apiserver restarts, while etcd is
 # compacted under the watches (410 Gone), while the apiserver is
@@ -9,7 +10,7 @@
 # runs service/rs-pipeline), and rs-queue started again when killed. Pod creates are counted by a recorder
 # (rs-watch pods) that reads the apiserver directly, not through the proxy.
 #
-# Sizes: short by default (make test); tests/soak/run sets the long ones:
+# Sizes: short by default (make test-slow); tests/soak/run sets the long ones:
 #   FAULT_PODS (200) FAULT_RESTARTS (2) FAULT_OUTAGE (10 s)
 #   FAULT_CHURN_ROUNDS (4) CRASH_SECONDS (40) FAULT_APPLY_FLAGS
 # doc/reliability.md describes every test and its figures.
