@@ -90,28 +90,11 @@ ds_pod() {
     "\(.metadata.name) \(.metadata.uid)"'
 }
 
-# pod_ready NAME: the pod's Ready condition is True.
-pod_ready() {
-  [ "$(kubectl -n rs-controller get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
-}
-
 # ds_ready_new OLDUID: the DaemonSet's one pod is Ready and is not OLDUID.
 ds_ready_new() {
   local p
   p=$(ds_pod)
   [ "$(echo "$p" | grep -c .)" -eq 1 ] && [ "${p#* }" != "$1" ] && pod_ready "${p% *}"
-}
-
-# created NS: how many distinct pods of NS the recorder saw created.
-created() {
-  jq -r --arg ns "$1" 'select(.type == "ADDED" and .object.metadata.namespace == $ns) |
-    .object.metadata.uid' "$TMP/pods.ndjson" 2>/dev/null | sort -u | grep -c .
-}
-
-# converged NS NAME N: N live pods, status.replicas N, as observed.
-converged() {
-  count_is "$1" "app=$2" "$3" &&
-    rs_status_is "$1" "$2" ".replicas == $3 and .observedGeneration == $(rs_json "$1" "$2" | jq .metadata.generation)"
 }
 
 # rs_ns PREFIX: a namespace for ReplicaSets, labelled for the teardown.

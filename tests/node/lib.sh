@@ -51,3 +51,21 @@ one_new_running() {
 # node_tasks: the number of containers (pods' and sandboxes') running on the
 # node's containerd.
 node_tasks() { $CTR tasks ls -q 2>/dev/null | grep -c .; }
+
+# pod_ready NAME: the pod (namespace rs-controller) is Ready.
+pod_ready() {
+  [ "$(kubectl -n rs-controller get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# created NS: how many distinct pods of NS the suite's recorder (rs-watch
+# pods >$TMP/pods.ndjson, as admin) saw created.
+created() {
+  jq -r --arg ns "$1" 'select(.type == "ADDED" and .object.metadata.namespace == $ns) |
+    .object.metadata.uid' "$TMP/pods.ndjson" 2>/dev/null | sort -u | grep -c .
+}
+
+# converged NS NAME N: N live pods, status.replicas N, as observed.
+converged() {
+  count_is "$1" "app=$2" "$3" &&
+    rs_status_is "$1" "$2" ".replicas == $3 and .observedGeneration == $(rs_json "$1" "$2" | jq .metadata.generation)"
+}

@@ -507,47 +507,78 @@ overlap() {
 }
 rm_spans() { rm -f "$TMP"/b.*.spans "$TMP"/b.*.json "$TMP"/b.*.fence; }
 
-# The operator changes B from 4 to 2: the copy of 2 takes nothing while
-# the copy of 4 holds its buckets, then, the old copy killed, deletes its
-# Leases once expired and takes its own.
+# The operator changes B from 2 to 4: the copy of 4 takes nothing while
+# the copy of 2 holds its buckets (not even buckets 2 and 3, whose names no
+# Lease has yet), then, the old copy killed, deletes its Leases once
+# expired and takes its own.
 test_new_b_waits_for_the_old_leases() {
   need_cluster || return
   rm_spans
   ns=$(new_ns shardb)
-  lease_b old "$ns" 4; old=$LEASE_PID
-  assertTrue "the copy of 4 holds its 4 buckets" "wait_for 20 bheld_is old 4"
-  lease_b new "$ns" 2
-  assertTrue "the copy of 2 sees the other B" \
-    "wait_for 20 grep -q 'of 4 buckets (not 2) is held by old: taking no bucket' $TMP/b.new.log"
+  lease_b old "$ns" 2; old=$LEASE_PID
+  assertTrue "the copy of 2 holds its 2 buckets" "wait_for 20 bheld_is old 2"
+  lease_b new "$ns" 4
+  assertTrue "the copy of 4 sees the other B" \
+    "wait_for 20 grep -q 'of 2 buckets (not 4) is held by old: taking no bucket' $TMP/b.new.log"
   # several of its rounds (1 to 1.2 s) while the old copy renews
   sleep 5
-  assertEquals "the copy of 2 has taken nothing" 0 "$(bheld new)"
+  assertEquals "the copy of 4 has taken nothing" 0 "$(bheld new)"
   assertFalse "its prog never ran" "[ -s $TMP/b.new.spans ]"
-  assertEquals "the Leases are the old copy's" "grp-b-000 4 old
-grp-b-001 4 old
-grp-b-002 4 old
-grp-b-003 4 old" "$(bucket_leases "$ns")"
+  assertEquals "the Leases are the old copy's" "grp-b-000 2 old
+grp-b-001 2 old" "$(bucket_leases "$ns")"
   t0=$(now_ms)
   kill9 "$old"
-  assertTrue "the copy of 2 takes its 2 buckets" "wait_for 30 bheld_is new 2"
+  assertTrue "the copy of 4 takes its 4 buckets" "wait_for 30 bheld_is new 4"
   dt=$(( $(now_ms) - t0 ))
-  echo "the copy of 2 started prog $dt ms after the kill -9"
+  echo "the copy of 4 started prog $dt ms after the kill -9"
   # the old Leases expire a lease duration after their last renewal (a
   # round before the kill at most), by the new copy's clock
   assertTrue "not before the old Leases expired ($dt ms)" "[ $dt -ge $(( BLEASE * 1000 - 1200 )) ]"
-  assertEquals "only the new B's Leases are left" "grp-b-000 2 new
-grp-b-001 2 new" "$(bucket_leases "$ns")"
+  assertEquals "only the new B's Leases are left" "grp-b-000 4 new
+grp-b-001 4 new
+grp-b-002 4 new
+grp-b-003 4 new" "$(bucket_leases "$ns")"
   assertTrue "it said it deleted the old ones" \
-    "grep -q 'deleting the lease $ns/grp-b-003 of 4 buckets, not 2' $TMP/b.new.log"
+    "grep -q 'deleting the lease $ns/grp-b-001 of 2 buckets, not 4' $TMP/b.new.log"
   assertTrue "and the old member Lease, expired too" \
-    "wait_for 10 sh -c '! kubectl -n $ns get leases -l rs-controller.io/shard-buckets=4 -o name | grep -q .'"
+    "wait_for 10 sh -c '! kubectl -n $ns get leases -l rs-controller.io/shard-buckets=2 -o name | grep -q .'"
   assertEquals "the two progs never ran at once" "" "$(overlap old new)"
 }
 
-# Two copies of different B start at once in an empty group: each takes
-# in its first round, before it can see the other; the LIST after a take
-# confirms it, so the progs never run at the same time, and one B ends up
-# holding everything.
+# The race itself: another copy takes a bucket of another B just after
+# this one took its own, so that neither's LIST could see the other's
+# take. Here the other copy is the test, which creates a held Lease of 8
+# buckets as soon as the copy of 4 says it acquired (its next LIST is a
+# retry period, 3 s, later). The copy of 4 gives its buckets up before its
+# prog ever runs; once the other Lease is gone it takes them again.
+test_take_confirmed_by_the_next_list() {
+  need_cluster || return
+  rm_spans
+  ns=$(new_ns shardb)
+  BTIMING="--leader-elect-lease-duration 10s --leader-elect-renew-deadline 8s --leader-elect-retry-period 3s --kill-after 1s" \
+    lease_b four "$ns" 4
+  wait_for 20 grep -q 'acquired bucket' "$TMP/b.four.log" || { fail "the copy of 4 took nothing"; return; }
+  kubectl -n "$ns" create -f - >/dev/null <<YAML || { fail "the other B's Lease"; return; }
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: grp-b-007
+  labels: {rs-controller.io/shard-group: grp, rs-controller.io/shard-buckets: "8"}
+spec: {holderIdentity: other, leaseDurationSeconds: 30}
+YAML
+  assertTrue "the copy of 4 gives its buckets up" \
+    "wait_for 20 grep -q 'giving up bucket .*: a lease of another number of buckets is held' $TMP/b.four.log"
+  assertTrue "and releases them" "wait_for 20 eval '[ \"\$(bucket_leases $ns | grep -c \" 4 four\$\")\" -eq 0 ]'"
+  assertFalse "its prog never ran" "[ -s $TMP/b.four.spans ]"
+  assertEquals "its shard file held nothing" 0 "$(bheld four)"
+  kubectl -n "$ns" delete lease grp-b-007 >/dev/null
+  assertTrue "the other Lease gone, it takes its 4" "wait_for 30 bheld_is four 4"
+  assertTrue "and its prog runs" "wait_for 10 test -s $TMP/b.four.spans"
+}
+
+# Two copies of different B started together in an empty group: whichever
+# takes first, one B ends up holding everything and the progs never run at
+# the same time.
 test_two_b_at_once_never_both_act() {
   need_cluster || return
   rm_spans
