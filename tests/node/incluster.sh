@@ -15,17 +15,8 @@
 # a watch) time the hand-overs.
 . "$(dirname "$0")/lib.sh"
 
-IMAGE_TAR=${RS_IMAGE_TAR:-$top/build/image/rs-controller.tar}
 SEL=app.kubernetes.io/name=rs-controller
 LEASE=rs-controller-replicaset
-
-# need_image: skip without a node or the image, saying how to make it.
-need_image() {
-  need_node || return 1
-  [ -f "$IMAGE_TAR" ] && return 0
-  skip_test "no $IMAGE_TAR (make image)"
-  return 1
-}
 
 oneTimeSetUp() {
   have_node && [ -f "$IMAGE_TAR" ] || return 0
@@ -34,17 +25,14 @@ oneTimeSetUp() {
     *,replicaset-controller,*|*,replicationcontroller-controller,*)
       fail "kube-controller-manager runs upstream's ReplicaSet controller: $KCM_CONTROLLERS" ;;
   esac
-  local t0
-  t0=$(now_ms)
-  $CTR images import "$IMAGE_TAR" >"$TMP/import.log" 2>&1 || { fail "ctr import"; cat "$TMP/import.log" >&2; }
-  echo "figure: image imported into containerd in $(( $(now_ms) - t0 )) ms" >&2
+  import_image
   # the recorder and the Lease's history
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
   kubectl create namespace rs-controller >/dev/null 2>&1
   rs_bg kubectl -n rs-controller get leases -w --output-watch-events \
     -o jsonpath='{.object.metadata.name}|{.object.spec.holderIdentity}|{.object.spec.acquireTime}|{.object.spec.renewTime}|{.object.spec.leaseDurationSeconds}|{.object.spec.leaseTransitions}{"\n"}' \
     >"$TMP/leases.log" 2>"$TMP/leasewatch.log"
-  overlay
+  node_overlay control-plane
 }
 
 oneTimeTearDown() {
@@ -55,31 +43,6 @@ oneTimeTearDown() {
   fi
   rs_cleanup
   rm -rf "$RS_STATE_DIR"
-}
-
-# overlay: deploy/control-plane with the test's patch, in $TMP/overlay.
-overlay() {
-  mkdir -p "$TMP/overlay"
-  cat >"$TMP/overlay/kustomization.yaml" <<K
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to "$TMP/overlay" "$top/deploy/control-plane")
-patches:
-- target: {kind: DaemonSet, name: rs-controller}
-  patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: rs-controller, namespace: rs-controller}
-    spec:
-      template:
-        spec:
-          containers:
-          - name: rs-controller
-            env:
-            - {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-            - {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}
-K
 }
 
 # ds_pod: the DaemonSet's pod (not the static pod's mirror), name and uid.

@@ -14,22 +14,14 @@
 # (rs-watch pods, as admin) saw them, never the controller's word.
 . "$(dirname "$0")/lib.sh"
 
-IMAGE_TAR=${RS_IMAGE_TAR:-$top/build/image/rs-controller.tar}
 SEL=app.kubernetes.io/component=shard
 GROUP=rs-controller-replicaset
 B=32
 
-need_image() {
-  need_node || return 1
-  [ -f "$IMAGE_TAR" ] && return 0
-  skip_test "no $IMAGE_TAR (make image)"
-  return 1
-}
-
 oneTimeSetUp() {
   have_node && [ -f "$IMAGE_TAR" ] || return 0
   . "$RS_TEST_CLUSTER/env"
-  $CTR images import "$IMAGE_TAR" >"$TMP/import.log" 2>&1 || { fail "ctr import"; cat "$TMP/import.log" >&2; }
+  import_image
   # incluster.sh's controllers are being stopped: none may act beside the
   # instances (their pods gone, its namespace deleted or still there)
   wait_for 120 eval '[ -z "$(kubectl -n rs-controller get pods -l app.kubernetes.io/name=rs-controller -o name 2>/dev/null)" ]' ||
@@ -37,18 +29,7 @@ oneTimeSetUp() {
   wait_for 120 eval '[ "$(kubectl get namespace rs-controller -o jsonpath={.status.phase} 2>/dev/null)" != Terminating ]' ||
     fail "the namespace rs-controller is still being deleted"
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
-  mkdir -p "$TMP/overlay"
-  cat >"$TMP/overlay/kustomization.yaml" <<K
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to "$TMP/overlay" "$top/deploy/sharded")
-patches:
-- target: {kind: DaemonSet}
-  patch: |-
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}}
-    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}}
-K
+  node_overlay sharded
 }
 
 oneTimeTearDown() {
@@ -139,7 +120,7 @@ test_instances_split_the_buckets() {
 # each: 0 -> 12 replicas, exact counts, each made by its namespace's owner.
 test_scale_up_exact() {
   need_image || return 0
-  local ns i t0 o
+  local ns i t0 o p
   : >"$TMP/owners"
   for i in $(seq 1 30); do
     ns=$(node_ns "sh$i") || { fail "namespace"; return; }
@@ -168,8 +149,9 @@ test_scale_up_exact() {
       fail "$ns/web not in the log of its owner $o"
     for p in $(shard_pods); do
       [ "$p" = "$o" ] && continue
-      kubectl -n rs-controller logs "$p" 2>/dev/null | grep -q "$ns/web" &&
+      if kubectl -n rs-controller logs "$p" 2>/dev/null | grep -q "$ns/web"; then
         fail "$ns/web in the log of $p, which does not own it ($o does)"
+      fi
     done
   done <"$TMP/owners"
 }
