@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "shardmode.h"
 
 unsigned
@@ -87,4 +88,18 @@ plan_stale_ns(long duration_s)
 	if (duration_s > INT64_MAX / per)
 		return INT64_MAX;
 	return per * duration_s;
+}
+
+unsigned
+plan_lease_b(const cJSON *lease)
+{
+	const char *v = rs_json_str(lease, "metadata", "labels", SHARD_B_LABEL,
+	    (char *)NULL);
+	char *end;
+	unsigned long b;
+
+	if (v == NULL || *v < '1' || *v > '9')
+		return 0;
+	b = strtoul(v, &end, 10);
+	return *end == '\0' && b <= SHARD_MAX ? (unsigned)b : 0;
 }

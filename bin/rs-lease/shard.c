@@ -16,7 +16,15 @@
  * zeroed at once and prog restarted without it. The LIST says nothing of
  * a held bucket: it may be older than the renewal sent beside it. A bucket given up (above the fair share) is zeroed in the
  * fence at once too, but renewed until prog is gone and only then written
- * free: no other instance may take it while prog may still act on it. */
+ * free: no other instance may take it while prog may still act on it.
+ *
+ * Leases of another B (the label SHARD_B_LABEL) cover other namespaces,
+ * some under the names of this B's buckets: while one of their buckets is
+ * held, nothing is taken; those not held are deleted. A bucket taken goes
+ * to prog only once the next round's LIST, sent after the take, shows no
+ * bucket of another B held: of two instances of different B that take at
+ * once, the later taker's LIST sees the earlier one's Lease, so at most
+ * one of them acts (doc/sharding.md, "Changing B"). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,14 +51,19 @@ struct lz {                       /* a Lease this instance writes */
 	struct elector e;
 	cJSON *cur;               /* as last listed or written; NULL: absent */
 	int held, releasing;
+	int fresh;                /* taken, not yet confirmed by a LIST */
 	int64_t renewed;          /* start of the last write that won */
 };
 
-struct member {                   /* another instance's member Lease */
+struct member {                   /* another instance's member Lease, or
+                                     a Lease of another B */
 	char name[LEASE_ID_MAX + 1];
 	struct elector e;
 	char rv[64];
 	int listed;
+	int kind;                 /* 'm': a member of this B; 'b' or 'o': a
+                                     bucket or member of another B */
+	unsigned b;               /* that B (0: unknown) */
 };
 
 struct sh {
@@ -63,6 +76,9 @@ struct sh {
 	struct member *mem;
 	size_t nmem;
 	unsigned live, offset;
+	int blocked;              /* another B's bucket held, last LIST */
+	shard_set foreign;        /* names of this B's buckets that a Lease
+	                             of another B has */
 	enum rstate rs;
 	int64_t rstart, next;
 	int pending;
@@ -118,7 +134,7 @@ fence(struct sh *s, unsigned i)
 {
 	struct lz *b = &s->b[i];
 
-	shard_out_fence(&s->out, i, b->held && !b->releasing ?
+	shard_out_fence(&s->out, i, b->held && !b->releasing && !b->fresh ?
 	    b->renewed + s->o->eo.renew_deadline : 0);
 }
 
@@ -129,7 +145,7 @@ lose(struct sh *s, unsigned i, const char *why)
 
 	rs_error("lost bucket %u (lease %s/%s-b-%03u): %s", i, s->o->eo.ns,
 	    s->o->eo.name, i, why);
-	b->held = b->releasing = 0;
+	b->held = b->releasing = b->fresh = 0;
 	fence(s, i);
 	if (s->ps == P_RUN && set_has(s->prog_set, i)) {
 		rs_info(1, "stopping prog: it owned bucket %u", i);
@@ -140,8 +156,27 @@ lose(struct sh *s, unsigned i, const char *why)
 
 /* The Lease of an answer (or of a LIST's item, given kind and
  * apiVersion again) becomes the base of the next PUT. */
+/* The next PUT says this B (a member Lease of an instance restarted
+ * with another B is one of this B from then on). */
 static rs_code
-keep(struct lz *l, const cJSON *o, struct lease_rec *rec)
+label_b(cJSON *o, unsigned nb)
+{
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(o, "metadata"), *labels;
+	char num[16];
+
+	if (meta == NULL)
+		return RS_OK;
+	if ((labels = cJSON_GetObjectItemCaseSensitive(meta, "labels")) ==
+	    NULL && (labels = cJSON_AddObjectToObject(meta, "labels")) == NULL)
+		return RS_ENOMEM;
+	snprintf(num, sizeof num, "%u", nb);
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, SHARD_B_LABEL);
+	return cJSON_AddStringToObject(labels, SHARD_B_LABEL, num) ? RS_OK :
+	    RS_ENOMEM;
+}
+
+static rs_code
+keep(struct lz *l, const cJSON *o, struct lease_rec *rec, unsigned nb)
 {
 	cJSON *d;
 	rs_code rc;
@@ -154,7 +189,7 @@ keep(struct lz *l, const cJSON *o, struct lease_rec *rec)
 	cJSON_DeleteItemFromObjectCaseSensitive(d, "apiVersion");
 	if (!cJSON_AddStringToObject(d, "kind", "Lease") ||
 	    !cJSON_AddStringToObject(d, "apiVersion",
-	    "coordination.k8s.io/v1")) {
+	    "coordination.k8s.io/v1") || label_b(d, nb) != RS_OK) {
 		cJSON_Delete(d);
 		return RS_ENOMEM;
 	}
@@ -201,7 +236,7 @@ on_write(void *arg, rs_code rc, struct rs_kresp *resp)
 		report(s, what, rc, resp);
 	else if (l != NULL && (resp->body == NULL ||
 	    rs_json_parse(resp->body, resp->len, &o, NULL) != RS_OK ||
-	    keep(l, o, &rec) != RS_OK)) {
+	    keep(l, o, &rec, s->nb) != RS_OK)) {
 		rs_error("unable to read the lease written for %s", what);
 		rc = RS_EPARSE;
 	}
@@ -212,14 +247,16 @@ on_write(void *arg, rs_code rc, struct rs_kresp *resp)
 		lease_wrote(&l->e, &rec, rs_mono_ns());
 		if (q->kind == RQ_RELEASE) {
 			rs_info(0, "released bucket %u", q->idx);
-			l->held = l->releasing = 0;
+			l->held = l->releasing = l->fresh = 0;
 		} else if (q->kind == RQ_SELF || l->held ||
 		    q->kind == RQ_TAKE) {
 			/* A renewal answered after the bucket was given up
 			 * for lost does not bring it back: the LIST will. */
-			if (q->kind == RQ_TAKE && !l->held)
+			if (q->kind == RQ_TAKE && !l->held) {
 				rs_info(0, "acquired bucket %u as %s", q->idx,
 				    s->o->eo.identity);
+				l->fresh = 1;
+			}
 			l->held = 1;
 			l->renewed = q->started;
 		}
@@ -261,15 +298,17 @@ static char *
 new_body(struct sh *s, const char *name, const struct lease_rec *r)
 {
 	cJSON *o = cJSON_CreateObject(), *meta, *labels;
-	char *t = NULL;
+	char *t = NULL, num[16];
 
+	snprintf(num, sizeof num, "%u", s->nb);
 	meta = o ? cJSON_AddObjectToObject(o, "metadata") : NULL;
 	labels = meta ? cJSON_AddObjectToObject(meta, "labels") : NULL;
 	if (labels && cJSON_AddStringToObject(o, "apiVersion",
 	    "coordination.k8s.io/v1") && cJSON_AddStringToObject(o, "kind",
 	    "Lease") && cJSON_AddStringToObject(meta, "name", name) &&
 	    cJSON_AddStringToObject(meta, "namespace", s->o->eo.ns) &&
-	    cJSON_AddStringToObject(labels, SHARD_LABEL, s->o->eo.name))
+	    cJSON_AddStringToObject(labels, SHARD_LABEL, s->o->eo.name) &&
+	    cJSON_AddStringToObject(labels, SHARD_B_LABEL, num))
 		t = lease_body(o, s->o->eo.ns, name, r);
 	cJSON_Delete(o);
 	return t;
@@ -302,8 +341,12 @@ delete_member(struct sh *s, const struct member *m)
 {
 	char path[1024], body[256];
 
-	rs_info(1, "deleting the stale member lease %s/%s", s->o->eo.ns,
-	    m->name);
+	if (m->kind == 'm')
+		rs_info(1, "deleting the stale member lease %s/%s",
+		    s->o->eo.ns, m->name);
+	else
+		rs_info(0, "deleting the lease %s/%s of %u buckets, not %u: "
+		    "it is not held", s->o->eo.ns, m->name, m->b, s->nb);
 	snprintf(path, sizeof path, "%s/%s", s->coll, m->name);
 	snprintf(body, sizeof body, "{\"apiVersion\":\"v1\",\"kind\":"
 	    "\"DeleteOptions\",\"preconditions\":{\"resourceVersion\":"
@@ -312,14 +355,21 @@ delete_member(struct sh *s, const struct member *m)
 }
 
 static struct member *
-member_of(struct sh *s, const char *name)
+member_of(struct sh *s, const char *name, int kind, unsigned b)
 {
 	struct member *m;
 	size_t i;
 
 	for (i = 0; i < s->nmem; i++)
-		if (strcmp(s->mem[i].name, name) == 0)
-			return &s->mem[i];
+		if (strcmp(s->mem[i].name, name) == 0) {
+			m = &s->mem[i];
+			if (m->kind != kind || m->b != b) {
+				m->kind = kind;
+				m->b = b;
+				elector_init(&m->e, "", 0);
+			}
+			return m;
+		}
 	m = realloc(s->mem, (s->nmem + 1) * sizeof *m);
 	if (m == NULL)
 		return NULL;
@@ -327,6 +377,8 @@ member_of(struct sh *s, const char *name)
 	m = &s->mem[s->nmem++];
 	memset(m, 0, sizeof *m);
 	snprintf(m->name, sizeof m->name, "%s", name);
+	m->kind = kind;
+	m->b = b;
 	elector_init(&m->e, "", 0);
 	return m;
 }
@@ -339,21 +391,36 @@ note_item(struct sh *s, const cJSON *it, int64_t now, shard_set seen)
 	    (char *)NULL);
 	struct lease_rec rec;
 	struct member *m;
-	unsigned i;
+	unsigned i, b;
 	int kind;
 
 	if (name == NULL || (kind = plan_name(s->o->eo.name, name, &i)) == 0)
 		return;
-	if (kind == 'b' && i < s->nb) {
+	b = plan_lease_b(it);
+	/* Another B's: a bucket of another B, or one without the label
+	 * (its B unknown), or a member labelled with another B. */
+	if ((kind == 'b' && (b != s->nb || i >= s->nb)) ||
+	    (kind == 'm' && b != 0 && b != s->nb)) {
+		if (kind == 'b' && i < s->nb)
+			set_put(s->foreign, i, 1);
+		if (lease_parse(it, &rec) == RS_OK && (m = member_of(s, name,
+		    kind == 'b' ? 'b' : 'o', b)) != NULL) {
+			lease_observe(&m->e, &rec, now);
+			snprintf(m->rv, sizeof m->rv, "%s", rv ? rv : "");
+			m->listed = 1;
+		}
+		return;
+	}
+	if (kind == 'b') {
 		set_put(seen, i, 1);
 		/* A held bucket is known by its renewals. */
-		if (!s->b[i].held && keep(&s->b[i], it, &rec) == RS_OK)
+		if (!s->b[i].held && keep(&s->b[i], it, &rec, s->nb) == RS_OK)
 			lease_observe(&s->b[i].e, &rec, now);
 	} else if (kind == 'm' && strcmp(name, s->self_name) == 0) {
-		if (s->self.cur == NULL && keep(&s->self, it, &rec) == RS_OK)
+		if (s->self.cur == NULL && keep(&s->self, it, &rec, s->nb) == RS_OK)
 			lease_observe(&s->self.e, &rec, now);
 	} else if (kind == 'm' && lease_parse(it, &rec) == RS_OK &&
-	    (m = member_of(s, name)) != NULL) {
+	    (m = member_of(s, name, 'm', b)) != NULL) {
 		lease_observe(&m->e, &rec, now);
 		snprintf(m->rv, sizeof m->rv, "%s", rv ? rv : "");
 		m->listed = 1;
@@ -382,6 +449,55 @@ forget(struct sh *s, const shard_set seen)
 	s->nmem = j;
 }
 
+static int
+held_valid(const struct member *m, int64_t now)
+{
+	return m->e.obs.holder[0] && lease_valid(&m->e, now);
+}
+
+/* A bucket of another B is held: its holder may act on any of ours.
+ * Said once when it starts and once when it ends. */
+static int
+other_b_held(struct sh *s, int64_t now)
+{
+	const struct member *m = NULL;
+	size_t i;
+
+	for (i = 0; i < s->nmem && m == NULL; i++)
+		if (s->mem[i].kind == 'b' && held_valid(&s->mem[i], now))
+			m = &s->mem[i];
+	if (m != NULL && !s->blocked)
+		rs_info(0, "lease %s/%s of %u buckets (not %u) is held by %s: "
+		    "taking no bucket until it is released or expires",
+		    s->o->eo.ns, m->name, m->b, s->nb, m->e.obs.holder);
+	else if (m == NULL && s->blocked)
+		rs_info(0, "no lease of another number of buckets is held");
+	s->blocked = m != NULL;
+	return s->blocked;
+}
+
+/* The buckets taken last round: confirmed for prog when this round's
+ * LIST, sent after the takes were answered, shows no bucket of another B
+ * held; else given up again, before prog ever had them. */
+static void
+confirm(struct sh *s, int blocked)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nb; i++) {
+		if (!s->b[i].held || !s->b[i].fresh)
+			continue;
+		if (blocked && !s->b[i].releasing) {
+			rs_info(0, "giving up bucket %u: a lease of another "
+			    "number of buckets is held", i);
+			s->b[i].releasing = 1;
+		} else if (!blocked) {
+			s->b[i].fresh = 0;
+		}
+		fence(s, i);
+	}
+}
+
 static unsigned
 count_live(struct sh *s, int64_t now)
 {
@@ -389,7 +505,7 @@ count_live(struct sh *s, int64_t now)
 	size_t i;
 
 	for (i = 0; i < s->nmem; i++)
-		if (s->mem[i].e.obs.holder[0] && lease_valid(&s->mem[i].e, now))
+		if (s->mem[i].kind == 'm' && held_valid(&s->mem[i], now))
 			n++;
 	if (n != before)
 		rs_info(1, "%u live members in group %s", n, s->o->eo.name);
@@ -399,7 +515,7 @@ count_live(struct sh *s, int64_t now)
 
 /* Steps 3 and 4: the fair share, then what to take or give up. */
 static void
-plan(struct sh *s, shard_set take)
+plan(struct sh *s, int blocked, shard_set take)
 {
 	shard_set active = { 0 }, free = { 0 }, drop;
 	unsigned i, n, share;
@@ -407,14 +523,14 @@ plan(struct sh *s, shard_set take)
 	for (i = 0; i < s->nb; i++) {
 		if (s->b[i].held && !s->b[i].releasing)
 			set_put(active, i, 1);
-		else if (!s->b[i].held &&
+		else if (!s->b[i].held && !set_has(s->foreign, i) &&
 		    lease_decide(&s->b[i].e, s->rstart) != LEASE_WAIT)
 			set_put(free, i, 1);
 	}
 	n = set_count(active);
 	share = plan_share(s->nb, s->live);
 	memset(take, 0, sizeof(shard_set));
-	if (n < share)
+	if (n < share && !blocked)
 		plan_take(free, s->nb, s->offset, share - n, take);
 	if (n <= share)
 		return;
@@ -436,22 +552,23 @@ prog_uses(const struct sh *s, unsigned i)
 
 /* Step 4's writes, once the LIST is in. */
 static void
-writes(struct sh *s, int64_t now)
+writes(struct sh *s, int blocked, int64_t now)
 {
 	char name[LEASE_ID_MAX + 1];
 	shard_set take;
 	size_t m;
 	unsigned i;
 
-	plan(s, take);
+	plan(s, blocked, take);
 	for (i = 0; i < s->nb; i++)
 		if (set_has(take, i)) {
 			bucket_name(s, i, name, sizeof name);
 			write_lz(s, &s->b[i], RQ_TAKE, i, name);
 		}
 	for (m = 0; m < s->nmem; m++)
-		if (now - s->mem[m].e.obs_ns >
-		    plan_stale_ns(s->mem[m].e.obs.duration_s))
+		if (s->mem[m].kind == 'm' ? now - s->mem[m].e.obs_ns >
+		    plan_stale_ns(s->mem[m].e.obs.duration_s) :
+		    !held_valid(&s->mem[m], now))
 			delete_member(s, &s->mem[m]);
 }
 
@@ -483,6 +600,7 @@ on_list(void *arg, rs_code rc, struct rs_kresp *resp)
 	shard_set seen = { 0 };
 	int64_t now = rs_mono_ns();
 	cJSON *o = NULL;
+	int blocked;
 
 	if (rc == RS_OK && (resp->body == NULL || rs_json_parse(resp->body,
 	    resp->len, &o, NULL) != RS_OK))
@@ -491,14 +609,17 @@ on_list(void *arg, rs_code rc, struct rs_kresp *resp)
 		report(s, "list the group's leases", rc, resp);
 	} else {
 		items = rs_json_get(o, "items", (char *)NULL);
+		memset(s->foreign, 0, sizeof s->foreign);
 		cJSON_ArrayForEach(it, items)
 			note_item(s, it, now, seen);
 		forget(s, seen);
 		count_live(s, now);
+		blocked = other_b_held(s, now);
+		confirm(s, blocked);
 		/* The member Lease neither listed nor written: created. */
 		if (s->self.cur == NULL)
 			write_lz(s, &s->self, RQ_SELF, 0, s->self_name);
-		writes(s, now);
+		writes(s, blocked, now);
 	}
 	cJSON_Delete(o);
 	if (--s->pending == 0)
@@ -534,7 +655,7 @@ active_set(const struct sh *s, shard_set out)
 
 	memset(out, 0, sizeof(shard_set));
 	for (i = 0; i < s->nb; i++)
-		if (s->b[i].held && !s->b[i].releasing)
+		if (s->b[i].held && !s->b[i].releasing && !s->b[i].fresh)
 			set_put(out, i, 1);
 }
 

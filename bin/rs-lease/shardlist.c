@@ -28,18 +28,23 @@ print_item(const struct shard_opts *o, const cJSON *it, double now)
 {
 	const char *name = rs_json_str(it, "metadata", "name", (char *)NULL);
 	struct lease_rec r;
-	unsigned i;
+	unsigned i, b;
 	int kind;
 
 	if (name == NULL || lease_parse(it, &r) != RS_OK ||
 	    (kind = plan_name(o->eo.name, name, &i)) == 0)
 		return;
 	if (kind == 'b')
-		printf("bucket %03u %s %s %s\n", i, r.holder[0] ? r.holder : "-",
+		printf("bucket %03u %s %s %s", i, r.holder[0] ? r.holder : "-",
 		    liveness(&r, now), r.renew[0] ? r.renew : "-");
 	else
-		printf("member %s %s %s %s\n", name, r.holder[0] ? r.holder : "-",
+		printf("member %s %s %s %s", name, r.holder[0] ? r.holder : "-",
 		    liveness(&r, now), r.renew[0] ? r.renew : "-");
+	/* the B it was written for: Leases of two B are two splits */
+	if ((b = plan_lease_b(it)) != 0)
+		printf(" %u\n", b);
+	else
+		printf(" -\n");
 }
 
 int

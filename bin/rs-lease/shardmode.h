@@ -17,6 +17,9 @@
 #define SHARD_MAX RS_SHARD_BUCKETS_MAX
 #define SHARD_WORDS (SHARD_MAX / 64)
 #define SHARD_LABEL "rs-controller.io/shard-group"
+/* B of the instance that created a Lease: buckets of another B cover
+ * other namespaces under the same names (doc/sharding.md, "Changing B") */
+#define SHARD_B_LABEL "rs-controller.io/shard-buckets"
 #define STALE_DURATIONS 10   /* a member Lease unchanged this many lease
                                 durations is deleted */
 
@@ -60,6 +63,9 @@ void plan_drop(const uint64_t *held, unsigned nbuckets, unsigned n,
 /* Parses "NAME-b-NNN" (a bucket: 'b', *idx) or "NAME-m-..." (a member:
  * 'm'); 0 for another name. */
 int plan_name(const char *group, const char *name, unsigned *idx);
+/* The B a Lease of the group was created for, from its label; 0 when the
+ * label is absent or no number of buckets. */
+unsigned plan_lease_b(const cJSON *lease);
 /* How long a member Lease of lease duration duration_s (0 or less: 1 s)
  * may stay unchanged before it is deleted: STALE_DURATIONS of them, in
  * ns, capped at INT64_MAX (the server takes up to 2^31-1 s). */

@@ -15,17 +15,8 @@
 # a watch) time the hand-overs.
 . "$(dirname "$0")/lib.sh"
 
-IMAGE_TAR=${RS_IMAGE_TAR:-$top/build/image/rs-controller.tar}
 SEL=app.kubernetes.io/name=rs-controller
 LEASE=rs-controller-replicaset
-
-# need_image: skip without a node or the image, saying how to make it.
-need_image() {
-  need_node || return 1
-  [ -f "$IMAGE_TAR" ] && return 0
-  skip_test "no $IMAGE_TAR (make image)"
-  return 1
-}
 
 oneTimeSetUp() {
   have_node && [ -f "$IMAGE_TAR" ] || return 0
@@ -34,17 +25,14 @@ oneTimeSetUp() {
     *,replicaset-controller,*|*,replicationcontroller-controller,*)
       fail "kube-controller-manager runs upstream's ReplicaSet controller: $KCM_CONTROLLERS" ;;
   esac
-  local t0
-  t0=$(now_ms)
-  $CTR images import "$IMAGE_TAR" >"$TMP/import.log" 2>&1 || { fail "ctr import"; cat "$TMP/import.log" >&2; }
-  echo "figure: image imported into containerd in $(( $(now_ms) - t0 )) ms" >&2
+  import_image
   # the recorder and the Lease's history
   rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
   kubectl create namespace rs-controller >/dev/null 2>&1
   rs_bg kubectl -n rs-controller get leases -w --output-watch-events \
     -o jsonpath='{.object.metadata.name}|{.object.spec.holderIdentity}|{.object.spec.acquireTime}|{.object.spec.renewTime}|{.object.spec.leaseDurationSeconds}|{.object.spec.leaseTransitions}{"\n"}' \
     >"$TMP/leases.log" 2>"$TMP/leasewatch.log"
-  overlay
+  node_overlay control-plane
 }
 
 oneTimeTearDown() {
@@ -57,31 +45,6 @@ oneTimeTearDown() {
   rm -rf "$RS_STATE_DIR"
 }
 
-# overlay: deploy/control-plane with the test's patch, in $TMP/overlay.
-overlay() {
-  mkdir -p "$TMP/overlay"
-  cat >"$TMP/overlay/kustomization.yaml" <<K
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- $(realpath --relative-to "$TMP/overlay" "$top/deploy/control-plane")
-patches:
-- target: {kind: DaemonSet, name: rs-controller}
-  patch: |-
-    apiVersion: apps/v1
-    kind: DaemonSet
-    metadata: {name: rs-controller, namespace: rs-controller}
-    spec:
-      template:
-        spec:
-          containers:
-          - name: rs-controller
-            env:
-            - {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}
-            - {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}
-K
-}
-
 # ds_pod: the DaemonSet's pod (not the static pod's mirror), name and uid.
 ds_pod() {
   kubectl -n rs-controller get pods -l "$SEL" -o json | jq -r '.items[] |
@@ -90,28 +53,11 @@ ds_pod() {
     "\(.metadata.name) \(.metadata.uid)"'
 }
 
-# pod_ready NAME: the pod's Ready condition is True.
-pod_ready() {
-  [ "$(kubectl -n rs-controller get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
-}
-
 # ds_ready_new OLDUID: the DaemonSet's one pod is Ready and is not OLDUID.
 ds_ready_new() {
   local p
   p=$(ds_pod)
   [ "$(echo "$p" | grep -c .)" -eq 1 ] && [ "${p#* }" != "$1" ] && pod_ready "${p% *}"
-}
-
-# created NS: how many distinct pods of NS the recorder saw created.
-created() {
-  jq -r --arg ns "$1" 'select(.type == "ADDED" and .object.metadata.namespace == $ns) |
-    .object.metadata.uid' "$TMP/pods.ndjson" 2>/dev/null | sort -u | grep -c .
-}
-
-# converged NS NAME N: N live pods, status.replicas N, as observed.
-converged() {
-  count_is "$1" "app=$2" "$3" &&
-    rs_status_is "$1" "$2" ".replicas == $3 and .observedGeneration == $(rs_json "$1" "$2" | jq .metadata.generation)"
 }
 
 # rs_ns PREFIX: a namespace for ReplicaSets, labelled for the teardown.

@@ -7,6 +7,8 @@
 NODE_NAME= CTR= STATIC_PODS=
 [ -n "${RS_TEST_NODE:-}" ] && [ -f "$RS_TEST_NODE/env" ] && . "$RS_TEST_NODE/env"
 
+IMAGE_TAR=${RS_IMAGE_TAR:-$top/build/image/rs-controller.tar}
+
 have_node() { [ -n "$NODE_NAME" ] && [ -n "${KUBECONFIG:-}" ]; }
 
 # need_node: skip the test (skip_test, which run-all counts and CI fails)
@@ -51,3 +53,55 @@ one_new_running() {
 # node_tasks: the number of containers (pods' and sandboxes') running on the
 # node's containerd.
 node_tasks() { $CTR tasks ls -q 2>/dev/null | grep -c .; }
+
+# pod_ready NAME: the pod (namespace rs-controller) is Ready.
+pod_ready() {
+  [ "$(kubectl -n rs-controller get pod "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# created NS: how many distinct pods of NS the suite's recorder (rs-watch
+# pods >$TMP/pods.ndjson, as admin) saw created.
+created() {
+  jq -r --arg ns "$1" 'select(.type == "ADDED" and .object.metadata.namespace == $ns) |
+    .object.metadata.uid' "$TMP/pods.ndjson" 2>/dev/null | sort -u | grep -c .
+}
+
+# converged NS NAME N: N live pods, status.replicas N, as observed.
+converged() {
+  count_is "$1" "app=$2" "$3" &&
+    rs_status_is "$1" "$2" ".replicas == $3 and .observedGeneration == $(rs_json "$1" "$2" | jq .metadata.generation)"
+}
+
+# need_image: skip without a node or the image, saying how to make it.
+need_image() {
+  need_node || return 1
+  [ -f "$IMAGE_TAR" ] && return 0
+  skip_test "no $IMAGE_TAR (make image)"
+  return 1
+}
+
+# import_image: the image into the node's containerd, timed.
+import_image() {
+  local t0
+  t0=$(now_ms)
+  $CTR images import "$IMAGE_TAR" >"$TMP/import.log" 2>&1 || { fail "ctr import"; cat "$TMP/import.log" >&2; }
+  echo "figure: image imported into containerd in $(( $(now_ms) - t0 )) ms" >&2
+}
+
+# node_overlay OVERLAY: deploy/OVERLAY with the test's patch, in
+# $TMP/overlay: no kube-proxy here, so every DaemonSet's in-cluster
+# address is the API server's own.
+node_overlay() {
+  mkdir -p "$TMP/overlay"
+  cat >"$TMP/overlay/kustomization.yaml" <<K
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(realpath --relative-to "$TMP/overlay" "$top/deploy/$1")
+patches:
+- target: {kind: DaemonSet}
+  patch: |-
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_HOST, value: "127.0.0.1"}}
+    - {op: add, path: /spec/template/spec/containers/0/env/-, value: {name: KUBERNETES_SERVICE_PORT, value: "$APISERVER_PORT"}}
+K
+}

@@ -454,4 +454,144 @@ test_fence_file_checked_at_start() {
   assertEquals "--fence without --shards" 100 $?
 }
 
+# --- a change of B (rs-lease --shards, doc/sharding.md "Changing B") -------
+# Bucket i of one B covers other namespaces than bucket i of another under
+# the same Lease name, so two copies of different B in one group must never
+# both act. Short timings: lease 4 s, renew deadline 3 s, retry 1 s.
+BLEASE=4
+BTIMING="--leader-elect-lease-duration ${BLEASE}s --leader-elect-renew-deadline 3s --leader-elect-retry-period 1s --kill-after 1s"
+# spans.sh ID: appends "start MS HELD" when started and "end MS" when
+# stopped to ID.spans: when prog ran, to compare two copies.
+printf '%s\n' '#!/bin/sh' \
+  'echo "start $(date +%s%3N) $(jq -c .held "$RS_SHARD_FILE")" >>"$1.spans"' \
+  'trap '"'"'echo "end $(date +%s%3N)" >>"$1.spans"; exit 0'"'"' TERM' \
+  'sleep 600 & wait' >"$TMP/spans.sh"
+
+# lease_b ID NS B: rs-lease --shards B as ID over spans.sh, in the
+# background; its pid in LEASE_PID, its files $TMP/b.ID.{log,json,spans}.
+lease_b() {
+  # shellcheck disable=SC2086
+  rs_bg rs-lease -v 1 --lease-namespace "$2" --identity "$1" --shards "$3" \
+    --shard-file "$TMP/b.$1.json" --fence "$TMP/b.$1.fence" $BTIMING \
+    grp sh "$TMP/spans.sh" "$TMP/b.$1" 2>"$TMP/b.$1.log"
+  LEASE_PID=$!
+}
+bheld() { jq -r '.held | length' "$TMP/b.$1.json" 2>/dev/null || echo 0; }
+bheld_is() { [ "$(bheld "$1")" = "$2" ]; }
+# bucket_leases NS: "NAME B HOLDER" for each bucket Lease of the group.
+bucket_leases() {
+  kubectl -n "$1" get leases -l rs-controller.io/shard-group=grp -o json |
+    jq -r '.items[] | select(.metadata.name | test("-b-")) |
+      "\(.metadata.name) \(.metadata.labels["rs-controller.io/shard-buckets"] // "-") \(.spec.holderIdentity // "-")"' | sort
+}
+# overlap A B: the spans of prog under A and under B that overlap, one a
+# line (a span not ended yet lasts until now).
+overlap() {
+  now=$(now_ms)
+  awk -v now="$now" -v a="$TMP/b.$1.spans" -v b="$TMP/b.$2.spans" '
+    function spans(f, s, e, n,   l, w, k) {
+      n = 0
+      while ((getline l < f) > 0) {
+        split(l, w, " ")
+        if (w[1] == "start") { n++; s[n] = w[2]; e[n] = now }
+        else if (n > 0) e[n] = w[2]
+      }
+      return n
+    }
+    BEGIN {
+      na = spans(a, sa, ea); nb = spans(b, sb, eb)
+      for (i = 1; i <= na; i++) for (j = 1; j <= nb; j++)
+        if (sa[i] < eb[j] && sb[j] < ea[i])
+          print sa[i] "-" ea[i] " and " sb[j] "-" eb[j]
+    }'
+}
+rm_spans() { rm -f "$TMP"/b.*.spans "$TMP"/b.*.json "$TMP"/b.*.fence; }
+
+# The operator changes B from 2 to 4: the copy of 4 takes nothing while
+# the copy of 2 holds its buckets (not even buckets 2 and 3, whose names no
+# Lease has yet), then, the old copy killed, deletes its Leases once
+# expired and takes its own.
+test_new_b_waits_for_the_old_leases() {
+  need_cluster || return
+  rm_spans
+  ns=$(new_ns shardb)
+  lease_b old "$ns" 2; old=$LEASE_PID
+  assertTrue "the copy of 2 holds its 2 buckets" "wait_for 20 bheld_is old 2"
+  lease_b new "$ns" 4
+  assertTrue "the copy of 4 sees the other B" \
+    "wait_for 20 grep -q 'of 2 buckets (not 4) is held by old: taking no bucket' $TMP/b.new.log"
+  # several of its rounds (1 to 1.2 s) while the old copy renews
+  sleep 5
+  assertEquals "the copy of 4 has taken nothing" 0 "$(bheld new)"
+  assertFalse "its prog never ran" "[ -s $TMP/b.new.spans ]"
+  assertEquals "the Leases are the old copy's" "grp-b-000 2 old
+grp-b-001 2 old" "$(bucket_leases "$ns")"
+  t0=$(now_ms)
+  kill9 "$old"
+  assertTrue "the copy of 4 takes its 4 buckets" "wait_for 30 bheld_is new 4"
+  dt=$(( $(now_ms) - t0 ))
+  echo "the copy of 4 started prog $dt ms after the kill -9"
+  # the old Leases expire a lease duration after their last renewal (a
+  # round before the kill at most), by the new copy's clock
+  assertTrue "not before the old Leases expired ($dt ms)" "[ $dt -ge $(( BLEASE * 1000 - 1200 )) ]"
+  assertEquals "only the new B's Leases are left" "grp-b-000 4 new
+grp-b-001 4 new
+grp-b-002 4 new
+grp-b-003 4 new" "$(bucket_leases "$ns")"
+  assertTrue "it said it deleted the old ones" \
+    "grep -q 'deleting the lease $ns/grp-b-001 of 2 buckets, not 4' $TMP/b.new.log"
+  assertTrue "and the old member Lease, expired too" \
+    "wait_for 10 sh -c '! kubectl -n $ns get leases -l rs-controller.io/shard-buckets=2 -o name | grep -q .'"
+  assertEquals "the two progs never ran at once" "" "$(overlap old new)"
+}
+
+# The race itself: another copy takes a bucket of another B just after
+# this one took its own, so that neither's LIST could see the other's
+# take. Here the other copy is the test, which creates a held Lease of 8
+# buckets as soon as the copy of 4 says it acquired (its next LIST is a
+# retry period, 3 s, later). The copy of 4 gives its buckets up before its
+# prog ever runs; once the other Lease is gone it takes them again.
+test_take_confirmed_by_the_next_list() {
+  need_cluster || return
+  rm_spans
+  ns=$(new_ns shardb)
+  BTIMING="--leader-elect-lease-duration 10s --leader-elect-renew-deadline 8s --leader-elect-retry-period 3s --kill-after 1s" \
+    lease_b four "$ns" 4
+  wait_for 20 grep -q 'acquired bucket' "$TMP/b.four.log" || { fail "the copy of 4 took nothing"; return; }
+  kubectl -n "$ns" create -f - >/dev/null <<YAML || { fail "the other B's Lease"; return; }
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: grp-b-007
+  labels: {rs-controller.io/shard-group: grp, rs-controller.io/shard-buckets: "8"}
+spec: {holderIdentity: other, leaseDurationSeconds: 30}
+YAML
+  assertTrue "the copy of 4 gives its buckets up" \
+    "wait_for 20 grep -q 'giving up bucket .*: a lease of another number of buckets is held' $TMP/b.four.log"
+  assertTrue "and releases them" "wait_for 20 eval '[ \"\$(bucket_leases $ns | grep -c \" 4 four\$\")\" -eq 0 ]'"
+  assertFalse "its prog never ran" "[ -s $TMP/b.four.spans ]"
+  assertEquals "its shard file held nothing" 0 "$(bheld four)"
+  kubectl -n "$ns" delete lease grp-b-007 >/dev/null
+  assertTrue "the other Lease gone, it takes its 4" "wait_for 30 bheld_is four 4"
+  assertTrue "and its prog runs" "wait_for 10 test -s $TMP/b.four.spans"
+}
+
+# Two copies of different B started together in an empty group: whichever
+# takes first, one B ends up holding everything and the progs never run at
+# the same time.
+test_two_b_at_once_never_both_act() {
+  need_cluster || return
+  rm_spans
+  ns=$(new_ns shardb)
+  lease_b four "$ns" 4; lease_b two "$ns" 2
+  one_b_holds() {
+    { bheld_is four 4 && bheld_is two 0; } || { bheld_is four 0 && bheld_is two 2; }
+  }
+  assertTrue "one B holds all its buckets, the other none" "wait_for 40 one_b_holds"
+  sleep 4
+  assertTrue "and stays so" one_b_holds
+  assertEquals "the two progs never ran at once" "" "$(overlap four two)"
+  assertTrue "a prog ran" "[ -s $TMP/b.four.spans ] || [ -s $TMP/b.two.spans ]"
+}
+
 . "$SHUNIT2"
