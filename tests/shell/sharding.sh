@@ -493,7 +493,8 @@ start_cut_off() {
   start_recorder
   APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
   start_instance i1 && start_instance i2 || return 1
-  APPLY_FLAGS="-v 4 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
+  # -v 5: each write the fence lets through is logged as it leaves
+  APPLY_FLAGS="-v 5 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
   start_instance i3 "$TMP/proxy.kubeconfig" || return 1
   ALL_INSTANCES="i1 i2 i3"
   wait_for 30 all_files_cover i1 i2 i3 || { echo "no split" >&2; return 1; }
@@ -516,11 +517,19 @@ i3_lost_since() {
   i3_since "$1" | grep -q 'lost bucket.*renew deadline'
 }
 
-# i3_late DEADLINE-MS: i3's creates answered over 300 ms after it (those
-# within were sent before).
-i3_late() {
-  grep 'rs-apply\] .*created pod' "$TMP/i3/pipeline.log" | while read -r l; do
-    [ "$(log_ms "$l")" -gt $(( $1 + 300 )) ] && echo "$l"; done
+# i3_sent BEFORE|AFTER DEADLINE-MS: i3's writes the fence let through
+# before it, or over 300 ms after it (a check is logged as it is made:
+# the slack is for the logging, not for the fence). Sent, not answered:
+# on a loaded machine an answer may come a second after its request.
+i3_sent() {
+  grep -E 'rs-apply\] fence: (POST|PUT|PATCH|DELETE) ' "$TMP/i3/pipeline.log" |
+    while read -r l; do
+      _t=$(log_ms "$l")
+      case $1 in
+      BEFORE) [ "$_t" -le "$2" ] && echo "$l" ;;
+      AFTER) [ "$_t" -gt $(( $2 + 300 )) ] && echo "$l" ;;
+      esac
+    done
 }
 
 # end_cut_off: i3 and the proxy gone (nothing it held back ever reaches
@@ -559,7 +568,8 @@ test_controller_partition() {
   assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
     "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
   assertTrue "i3's rs-lease stays" "alive $(cat "$TMP/i3/lease.pid")"
-  assertEquals "no pod created by i3 after its deadline" "" "$(i3_late "$deadline")"
+  assertNotNull "i3 was writing before its deadline" "$(i3_sent BEFORE "$deadline")"
+  assertEquals "no write sent by i3 after its deadline" "" "$(i3_sent AFTER "$deadline")"
   assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
   end_cut_off
 }
@@ -600,7 +610,8 @@ test_controller_frozen_lease() {
   assertTrue "i1 and i2 own every bucket" "wait_for 30 all_files_cover i1 i2"
   assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
   assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
-  assertEquals "no pod created by i3 after its fence passed" "" "$(i3_late "$deadline")"
+  assertNotNull "i3 was writing before its fence passed" "$(i3_sent BEFORE "$deadline")"
+  assertEquals "no write sent by i3 after its fence passed" "" "$(i3_sent AFTER "$deadline")"
   end_cut_off
 }
 
