@@ -5,17 +5,29 @@
 # A relay between rs-watch and rs-sync (tests/tools/hold-relay.sh) holds
 # the stream back after the ReplicaSet's scale-up, so the pods rs-apply
 # creates are not seen; a sync asked for meanwhile must be skipped, counted
-# and retried with the gate on, and go ahead with it off.
+# and retried with the gate on, and go ahead with it off. With the pods
+# stream alone held and a faultproxy (tests/tools/faultproxy.c) before
+# rs-apply, a create whose answer never comes must hold the next sync the
+# same way: the pod it made is not created twice.
 . "$(dirname "$0")/lib.sh"
 
 EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
 [ -x "$EXP_TOOL" ] || EXP_TOOL=$top/build/test/exp-tool
 GATE_OFF="--feature-gates StaleControllerConsistencyReplicaSet=false"
 SKIPS=replicaset_controller_stale_sync_skips_total
+FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
+[ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
+# start_proxy, proxy
+. "$top/tests/env/proxy.sh"
 
 oneTimeSetUp() { need_cluster; }
 
-tearDown() { stop_controller; }
+tearDown() {
+  stop_controller
+  [ -f "$TMP/px/pids" ] || return 0
+  for _p in $(cat "$TMP/px/pids"); do kill "$_p" 2>/dev/null; wait "$_p" 2>/dev/null; done
+  rm -f "$TMP/px/pids"
+}
 
 # stale_skips: rs-sync's skips so far, all labels.
 stale_skips() {
@@ -56,6 +68,9 @@ syncs_settled() {
 # relay NS: the relay for held_scale_up in NS (the mark names the namespace:
 # the ReplicaSets of earlier tests, listed again, carry theirs)
 relay() { echo "bash $top/tests/tools/hold-relay.sh rs-test/hold\\\":\\\"$1 $TMP/hold"; }
+
+# relay_pods NS: the same, holding back only the pods stream
+relay_pods() { echo "$(relay "$1") \\\"resource\\\":\\\"pods\\\""; }
 
 test_stale_cache_skipped_then_synced() {
   ns=$(new_ns stale) || fail "namespace"
@@ -127,6 +142,47 @@ test_deletes_not_recorded() {
   rm -f "$TMP/hold"
   assertTrue "converged" \
     "wait_for 30 rs_status_is '$ns' web '.replicas == 0 and .observedGeneration == 2'"
+}
+
+# after_failure NS: a sync of NS/web came after its failed create: a
+# second pod (the defect), or a skip for the pods stream.
+after_failure() {
+  [ "$(count_live "$1" app=web)" -ge 2 ] ||
+    grep -q "$1/web: not synced: read version .* for pods" "$TMP/sync.log"
+}
+
+# A create whose answer never comes made its pod: the proxy forwards the
+# request and holds the answer back, then resets the connection. rs-apply
+# lowers the expectation, as upstream does, and the key is retried at
+# once; the pods stream is held, the ReplicaSets stream is not. The next
+# sync must wait for the pods stream, not create a second pod.
+test_create_of_unknown_outcome_not_repeated() {
+  ns=$(new_ns unknown) || fail "namespace"
+  px=$TMP/px
+  mkdir -p "$px"
+  start_proxy "$px" "$RS_TEST_CLUSTER" "$KUBECONFIG" || { fail "faultproxy did not start"; return; }
+  RS_RELAY=$(relay_pods "$ns") start_controller --kubeconfig "$px/proxy.kubeconfig" || fail "start"
+  make_rs "$ns" web 0
+  wait_for 20 rs_status_is "$ns" web '.observedGeneration == 1' ||
+    { pipeline_logs; fail "the pipeline did not sync web"; return; }
+  proxy mute "$px"
+  wait_for 10 grep -q 'faultproxy: mute' "$px/proxy.log" || { fail "the proxy did not mute"; return; }
+  kubectl -n "$ns" patch rs web --type=merge -p \
+    "{\"metadata\":{\"annotations\":{\"rs-test/hold\":\"$ns\"}},\"spec\":{\"replicas\":1}}" >/dev/null
+  wait_count "$ns" app=web 1 20 || { pipeline_logs; fail "the create did not reach the apiserver"; return; }
+  wait_for 20 test -e "$TMP/hold" || fail "the relay did not hold"
+  proxy cut "$px"
+  proxy up "$px"
+  assertTrue "the create failed for rs-apply" \
+    "wait_for 20 grep -q '$ns/web: unable to create a pod' '$TMP/apply.log'"
+  assertTrue "a sync came after the failure" "wait_for 30 after_failure $ns"
+  assertEquals "no second pod while the first was not seen" 1 "$(count_live "$ns" app=web)"
+  rm -f "$TMP/hold"
+  assertTrue "converged" \
+    "wait_for 30 rs_status_is '$ns' web '.replicas == 1 and .observedGeneration == 2'"
+  sleep 2
+  assertEquals "exactly one pod" 1 "$(count_live "$ns" app=web)"
+  assertEquals "one create in all" 1 "$(pod_adds "$ns")"
 }
 
 test_unknown_gate_is_a_usage_error() {
