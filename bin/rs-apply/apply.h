@@ -148,9 +148,14 @@ int create_start(struct key *k, struct intent *in);
 int delete_start(struct key *k, struct intent *in);
 int status_start(struct key *k, struct intent *in);
 
-/* unknown.c: after creates of unknown outcome (req_unknown), the owner's
- * pods (labels: the template's) are listed and their newest version kept
- * as written for pods; then(arg) runs once that is done. */
+/* unknown.c: writes of unknown outcome (req_unknown). */
+/* GETs path (taken) until the server answers it (or rs-apply stops), with
+ * a short backoff; then fn(arg, rc, resp). */
+typedef void (*look_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
+void look(struct key *k, char *path, look_fn fn, void *arg);
+/* After creates of unknown outcome: the owner's pods (labels: the
+ * template's) are listed and the newest version of those it controls
+ * kept as written for pods; then(arg) runs once that is done. */
 typedef void (*unknown_fn)(void *arg);
 void unknown_creates(struct key *k, const struct owner *o,
     const cJSON *labels, unknown_fn then, void *arg);

@@ -1,15 +1,22 @@
-/* unknown.c: creates of unknown outcome. A create that was sent and got
- * no answer (the connection reset or timed out after its body went out,
- * or a 5xx) may have made its pod. Its expectation is lowered all the
- * same, as upstream does, so the next sync may create again: if that
- * sync runs before the pods stream has brought the pod, it is a pod too
- * many. So before the step ends the owner's pods are listed (a quorum
- * read, sent after the create's failure), and the newest resourceVersion
- * among the pods it controls is recorded as a version written for pods:
- * rs-sync's stale-cache guard then holds the next sync until its stream
- * has reached it, by which time a pod the create made is in its cache.
- * The list is tried again, with a short backoff, until it is answered:
- * the key is not reported, so not synced again, meanwhile. */
+/* unknown.c: writes of unknown outcome. A create or delete that was sent
+ * and got no answer (the connection reset or timed out after it went
+ * out, or a 5xx) may have been carried out all the same. Upstream takes
+ * it as failed: a create's expectation is lowered, a delete's observed,
+ * so the next sync may act again, and if it runs before the pods stream
+ * has brought the outcome, it creates a pod too many (or deletes one).
+ * So before the step ends the server is asked, by a read sent after the
+ * failure:
+ *  - creates: the owner's pods are listed (a quorum read) and the newest
+ *    resourceVersion of those it controls is recorded as a version
+ *    written for pods: rs-sync's stale-cache guard holds the next sync
+ *    until its stream has reached it, so a pod the create made is in its
+ *    cache by then. The expectation is lowered, as upstream does.
+ *  - deletes: the pod is read. Gone, or being deleted, and the stream
+ *    will bring that deletion: its expectation is left for rs-sync to
+ *    observe. There, unchanged: observed here, as for any failure.
+ * A read that fails for want of the server is sent again, with a short
+ * backoff, until it is answered: the key is not reported, so not synced
+ * again, meanwhile. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +30,9 @@
 
 struct look {
 	struct key *k;
-	const struct owner *o;        /* the step's, alive until then runs */
 	char *path;
 	double wait;
-	unknown_fn then;
+	look_fn fn;
 	void *arg;
 };
 
@@ -70,9 +76,59 @@ controlled_by(const cJSON *pod, const char *uid)
 	return 0;
 }
 
-/* Records the versions of the owner's pods; how many there were. */
+static void
+look_done(void *arg, rs_code rc, struct rs_kresp *resp)
+{
+	struct look *l = arg;
+	char buf[128];
+	double wait;
+
+	if (rc == RS_OK || app.stopping || (resp != NULL && resp->code != 0 &&
+	    resp->code != 429 && resp->code < 500)) {
+		/* answered; or no time left: the pipeline starts again with
+		 * a relist */
+		l->fn(l->arg, rc, resp);
+		free(l->path);
+		free(l);
+		return;
+	}
+	wait = l->wait;
+	if (resp != NULL && resp->status.retry_after > wait)
+		wait = resp->status.retry_after;
+	rs_info(2, "%s: unable to learn the outcome of a write: GET %s: %s: "
+	    "again in %.1fs", l->k->name, l->path, req_errmsg(rc, resp, buf,
+	    sizeof buf), wait);
+	l->wait = 2 * l->wait < LOOK_MAX ? 2 * l->wait : LOOK_MAX;
+	req_send_later(wait, "GET", l->path, look_done, l);
+}
+
+void
+look(struct key *k, char *path, look_fn fn, void *arg)
+{
+	struct look *l = calloc(1, sizeof *l);
+
+	if (l == NULL)
+		rs_fatal(111, "unable to send GET %s: %s", path,
+		    rs_strerror(RS_ENOMEM));
+	l->k = k;
+	l->path = path;
+	l->wait = LOOK_FIRST;
+	l->fn = fn;
+	l->arg = arg;
+	k->nreq++;
+	req_send("GET", path, NULL, NULL, look_done, l);
+}
+
+struct listed {
+	struct key *k;
+	const struct owner *o;        /* the step's, alive until then runs */
+	unknown_fn then;
+	void *arg;
+};
+
+/* The versions of the owner's pods; how many there were. */
 static size_t
-look_record(struct look *l, const struct rs_kresp *resp)
+listed_record(struct listed *l, const struct rs_kresp *resp)
 {
 	cJSON *list = NULL;
 	const cJSON *pod;
@@ -96,68 +152,40 @@ look_record(struct look *l, const struct rs_kresp *resp)
 }
 
 static void
-look_end(struct look *l)
+listed(void *arg, rs_code rc, struct rs_kresp *resp)
 {
+	struct listed *l = arg;
 	unknown_fn then = l->then;
-	void *arg = l->arg;
-
-	free(l->path);
-	free(l);
-	then(arg);
-}
-
-static void
-look_done(void *arg, rs_code rc, struct rs_kresp *resp)
-{
-	struct look *l = arg;
+	void *then_arg = l->arg;
 	char buf[128];
-	double wait;
 
-	if (rc == RS_OK) {
-		size_t n = look_record(l, resp);
-
-		rs_info(2, "%s: a create's outcome is unknown: %zu pods of "
-		    "%s listed, the next sync waits for its stream to reach "
-		    "them", l->k->name, n, l->o->name);
-		look_end(l);
-		return;
-	}
-	if (app.stopping || (resp != NULL && resp->code != 0 &&
-	    resp->code != 429 && resp->code < 500)) {
-		/* refused for good, or no time: the next holder relists */
+	if (rc == RS_OK)
+		rs_info(2, "%s: a create's outcome is unknown: %zu pods of %s "
+		    "listed, the next sync waits for its stream to reach them",
+		    l->k->name, listed_record(l, resp), l->o->name);
+	else
 		rs_warn("%s: unable to list its pods after a create of unknown "
 		    "outcome: %s: its next sync may miss a pod that create "
 		    "made", l->k->name, req_errmsg(rc, resp, buf, sizeof buf));
-		look_end(l);
-		return;
-	}
-	wait = l->wait;
-	if (resp != NULL && resp->status.retry_after > wait)
-		wait = resp->status.retry_after;
-	rs_info(2, "%s: unable to list its pods after a create of unknown "
-	    "outcome: %s: again in %.1fs", l->k->name,
-	    req_errmsg(rc, resp, buf, sizeof buf), wait);
-	l->wait = 2 * l->wait < LOOK_MAX ? 2 * l->wait : LOOK_MAX;
-	req_send_later(wait, "GET", l->path, look_done, l);
+	free(l);
+	then(then_arg);
 }
 
 void
 unknown_creates(struct key *k, const struct owner *o, const cJSON *labels,
     unknown_fn then, void *arg)
 {
-	struct look *l = calloc(1, sizeof *l);
-	char *sel = selector(labels);
+	struct listed *l = calloc(1, sizeof *l);
+	char *sel = selector(labels), *path;
 
-	if (l == NULL || sel == NULL || asprintf(&l->path,
+	if (l == NULL || sel == NULL || asprintf(&path,
 	    "/api/v1/namespaces/%s/pods?labelSelector=%s", o->ns, sel) < 0)
 		rs_fatal(111, "unable to list pods: %s",
 		    rs_strerror(RS_ENOMEM));
 	free(sel);
 	l->k = k;
 	l->o = o;
-	l->wait = LOOK_FIRST;
 	l->then = then;
 	l->arg = arg;
-	k->nreq++;
-	req_send("GET", l->path, NULL, NULL, look_done, l);
+	look(k, path, listed, l);
 }

@@ -183,6 +183,7 @@ test_create_of_unknown_outcome_not_repeated() {
   sleep 2
   assertEquals "exactly one pod" 1 "$(count_live "$ns" app=web)"
   assertEquals "one create in all" 1 "$(pod_adds "$ns")"
+  [ -n "${DBG:-}" ] && cp -r "$TMP" "$DBG"
 }
 
 test_unknown_gate_is_a_usage_error() {
