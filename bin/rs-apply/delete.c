@@ -1,9 +1,13 @@
 /* delete.c: pod deletion as upstream manageReplicas does it: all in
- * parallel. A delete that fails, NotFound included, will never be seen by
- * the watch as the deletion rs-sync expects, so it is observed in the
- * expectations file here; only a failure other than NotFound fails the key
- * (the pod being gone is what was asked for). A delete of unknown outcome
- * is settled first by reading the pod (unknown.c). */
+ * parallel. A delete that fails will never be seen by the watch as the
+ * deletion rs-sync expects, so it is observed in the expectations file
+ * here, and fails the key. A pod already gone (NotFound) is a success, and
+ * unlike upstream its deletion is left to rs-sync to observe: the pod was
+ * in rs-sync's cache when it chose it, so its stream (or a relist) will
+ * bring the deletion, and until it has, the next sync must not count the
+ * pod and delete another. That NotFound is also what a delete of unknown
+ * outcome gives when libcurl sends it again on a new connection; one not
+ * sent again is settled by listing the pod (unknown.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +26,6 @@ struct one {
 	struct delete *d;
 	const char *name, *uid;        /* in the intent */
 	char *msg;                     /* why its delete failed */
-	int not_found;
 };
 
 static void
@@ -53,7 +56,7 @@ deleted(struct one *p)
 }
 
 /* No watch event will show the deletion rs-sync expects: it is observed
- * here; the key fails unless the pod was gone already. */
+ * here, and the key fails. */
 static void
 delete_failed(struct one *p)
 {
@@ -67,11 +70,6 @@ delete_failed(struct one *p)
 	if (!app.dry_run)
 		fx_deletion_observed(d->k->name, podkey);
 	free(podkey);
-	if (p->not_found) {
-		rs_info(4, "%s: pod %s/%s has already been deleted",
-		    d->k->name, o->ns, p->name);
-		return;
-	}
 	rs_warn("%s: unable to delete pod %s/%s: %s", d->k->name, o->ns,
 	    p->name, p->msg);
 	event_record(o, "Warning", "FailedDelete", "Error deleting: %s",
@@ -132,20 +130,27 @@ delete_done(void *arg, rs_code rc, struct rs_kresp *resp)
 		delete_next(p);
 		return;
 	}
+	if (req_is(rc, resp, "NotFound")) {
+		rs_info(4, "%s: pod %s/%s has already been deleted: its "
+		    "deletion is left for rs-sync to observe", p->d->k->name,
+		    o->ns, p->name);
+		delete_next(p);
+		return;
+	}
 	if ((p->msg = strdup(req_errmsg(rc, resp, buf, sizeof buf))) == NULL)
-		rs_fatal(111, "unable to delete pods: %s",
-		    rs_strerror(RS_ENOMEM));
-	p->not_found = req_is(rc, resp, "NotFound");
-	if (!p->not_found && req_unknown(rc, resp) && !app.dry_run) {
-		if (asprintf(&path, "/api/v1/namespaces/%s/pods?"
-		    "fieldSelector=metadata.name%%3D%s", o->ns, p->name) < 0)
-			rs_fatal(111, "unable to delete pods: %s",
-			    rs_strerror(RS_ENOMEM));
+		goto oom;
+	if (req_unknown(rc, resp) && !app.dry_run) {
+		if (asprintf(&path, "/api/v1/namespaces/%s/pods?fieldSelector="
+		    "metadata.name%%3D%s", o->ns, p->name) < 0)
+			goto oom;
 		look(p->d->k, path, delete_looked, p);
 		return;
 	}
 	delete_failed(p);
 	delete_next(p);
+	return;
+oom:
+	rs_fatal(111, "unable to delete pods: %s", rs_strerror(RS_ENOMEM));
 }
 
 int
