@@ -598,9 +598,37 @@ kreq_log(const struct kreq *r, const char *what)
 	    r->path, what, (long long)((rs_mono_ns() - r->start_ns) / 1000000));
 }
 
+static int
+kreq_is_post(const struct kreq *r)
+{
+	return r->body != NULL && strcmp(r->method, "POST") == 0;
+}
+
+/* Whether a request that got no answer may still have been carried
+ * out. A POST's body goes through kreq_read: with none of it read, the
+ * server cannot have decoded the object. Other requests are taken as
+ * gone once libcurl reached the point of sending them (pretransfer). */
+static int
+kreq_left(const struct kreq *r)
+{
+	curl_off_t t = 0;
+
+	if (kreq_is_post(r))
+		return r->body_off > 0;
+	if (curl_easy_getinfo(r->easy, CURLINFO_PRETRANSFER_TIME_T, &t) !=
+	    CURLE_OK)
+		return 1;
+	return t > 0;
+}
+
 static rs_code
 kreq_callback_failed(struct kreq *r)
 {
+	/* the gate stops a request before it leaves (a POST whose body went
+	 * out on an earlier connection stays sent); the others stop an
+	 * answer that came */
+	r->resp.sent = r->cb_rc != RS_EREFUSED || (kreq_is_post(r) &&
+	    kreq_left(r));
 	if (r->cb_rc == RS_ETOOBIG)
 		snprintf(r->resp.status.message, sizeof r->resp.status.message,
 		    "%s larger than %zu MiB", r->fn ? "a line of the response" :
@@ -644,10 +672,12 @@ kreq_finish(struct kreq *r, CURLcode cc)
 	    r->cb_rc != RS_OK)
 		return kreq_callback_failed(r);
 	if (cc != CURLE_OK) {
+		r->resp.sent = kreq_left(r);
 		rc = rs_kstatus_transport(st, cc, r->errbuf, r->k->cfg->server);
 		kreq_log(r, st->message);
 		return rc;
 	}
+	r->resp.sent = 1;
 	snprintf(what, sizeof what, "%ld", r->resp.code);
 	kreq_log(r, what);
 	if (r->resp.code >= 200 && r->resp.code < 300)

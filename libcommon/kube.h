@@ -48,6 +48,11 @@ struct rs_kresp {
 	int http2;               /* 1 when the answer came over HTTP/2 */
 	long connects;           /* new connections this request opened
 	                            (0: it reused a kept-alive one) */
+	int sent;                /* the request may have reached the server:
+	                            an answer came, or it failed after its
+	                            connection was up (a POST: after its body
+	                            began to go out). 0: surely not carried
+	                            out (no connection, refused by the gate) */
 };
 
 void rs_kresp_free(struct rs_kresp *r);

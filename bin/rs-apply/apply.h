@@ -113,6 +113,9 @@ void key_fail(struct key *k, const char *reason, const char *message);
  * the owner's own resource. */
 void key_wrote(struct key *k, const struct owner *o, const char *resource,
     const struct rs_kresp *resp);
+/* The same for a version known otherwise (rv: a resourceVersion). */
+void key_wrote_rv(struct key *k, const struct owner *o, const char *resource,
+    const char *rv);
 
 /* fence.c: --fence FILE --shards B (doc/sharding.md). */
 /* Opens the fence file (path NULL: no fence); fatal when it cannot. */
@@ -145,6 +148,18 @@ int create_start(struct key *k, struct intent *in);
 int delete_start(struct key *k, struct intent *in);
 int status_start(struct key *k, struct intent *in);
 
+/* unknown.c: writes of unknown outcome (req_unknown). */
+/* GETs path (taken) until the server answers it (or rs-apply stops), with
+ * a short backoff; then fn(arg, rc, resp). */
+typedef void (*look_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
+void look(struct key *k, char *path, look_fn fn, void *arg);
+/* After creates of unknown outcome: the owner's pods (labels: the
+ * template's) are listed and the newest version of those it controls
+ * kept as written for pods; then(arg) runs once that is done. */
+typedef void (*unknown_fn)(void *arg);
+void unknown_creates(struct key *k, const struct owner *o,
+    const cJSON *labels, unknown_fn then, void *arg);
+
 /* req.c: every API request goes through here. */
 typedef void (*req_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
 /* Sends (or, dry-run, prints) one request. done is called exactly once,
@@ -155,11 +170,20 @@ void req_send(const char *method, const char *path, const char *ctype,
  * has run: the creates of a batch share one. */
 void req_send_borrowed(const char *method, const char *path,
     const char *ctype, const char *body, req_done_fn done, void *arg);
-/* Runs completions that did not need the network (dry-run, local errors);
- * returns how many ran. */
+/* A GET sent after `after` seconds (a retry's backoff). */
+void req_send_later(double after, const char *method, const char *path,
+    req_done_fn done, void *arg);
+/* Runs completions that did not need the network (dry-run, local errors)
+ * and sends the later requests now due; returns how many completed. */
 int req_poll(void);
-/* Requests not yet completed. */
+/* Requests not yet completed, later ones included. */
 size_t req_pending(void);
+/* Those handed to the API client (not waiting for their time). */
+size_t req_in_flight(void);
+/* ms, at most, until a later request is due. */
+int req_wait_ms(int ms);
+/* 1 when a failed write may have been carried out all the same. */
+int req_unknown(rs_code rc, const struct rs_kresp *resp);
 /* The message of a failed request, as client-go's error string would be. */
 const char *req_errmsg(rs_code rc, const struct rs_kresp *resp, char *buf,
     size_t len);
@@ -228,6 +252,7 @@ struct app {
 	int dry_run;
 	struct rs_line_writer out;     /* --dry-run output */
 	size_t concurrency;
+	int stopping;                  /* TERM: finishing what is in flight */
 };
 extern struct app app;
 

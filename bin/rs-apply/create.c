@@ -19,6 +19,7 @@ struct create {
 	struct intent *in;
 	char *path, *body;
 	long total, started, ok, batch, left;
+	long unknown;                  /* failed, but may have made a pod */
 	int batch_failed;
 	char *first_err;
 };
@@ -159,11 +160,21 @@ create_end(struct create *c)
 static void send_batch(struct create *c);
 
 static void
+create_finish(void *arg)
+{
+	struct create *c = arg;
+	struct key *k = c->k;
+
+	create_end(c);
+	create_free(c);
+	key_step_done(k);
+}
+
+static void
 create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 {
 	struct create *c = arg;
 	const struct owner *o = &c->in->owner;
-	struct key *k;
 	char buf[128];
 
 	if (rc == RS_OK) {
@@ -187,6 +198,8 @@ create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	} else {
 		const char *msg = req_errmsg(rc, resp, buf, sizeof buf);
 
+		if (req_unknown(rc, resp))
+			c->unknown++;
 		rs_warn("%s: unable to create a pod: %s", c->k->name, msg);
 		event_record(o, "Warning", "FailedCreate", "Error creating: %s",
 		    msg);
@@ -203,10 +216,12 @@ create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 		send_batch(c);
 		return;
 	}
-	create_end(c);
-	k = c->k;
-	create_free(c);
-	key_step_done(k);
+	if (c->unknown > 0) {
+		unknown_creates(c->k, o, rs_json_get(c->in->tmpl, "metadata",
+		    "labels", NULL), create_finish, c);
+		return;
+	}
+	create_finish(c);
 }
 
 static void

@@ -335,18 +335,16 @@ api_group(const char *api_version, char *out, size_t len)
 }
 
 void
-key_wrote(struct key *k, const struct owner *o, const char *resource,
-    const struct rs_kresp *resp)
+key_wrote_rv(struct key *k, const struct owner *o, const char *resource,
+    const char *rv)
 {
 	struct rs_exp_write w;
 
 	if (!rs_feature_enabled(RS_FEATURE_STALE_CONSISTENCY_RS) ||
-	    o->uid == NULL || resp == NULL || resp->body == NULL)
+	    o->uid == NULL || rv == NULL || strlen(rv) >= sizeof w.rv)
 		return;
 	memset(&w, 0, sizeof w);
-	if (rs_jscan_str(resp->body, resp->len, w.rv, sizeof w.rv, "metadata",
-	    "resourceVersion", NULL) != RS_OK)
-		return;
+	memcpy(w.rv, rv, strlen(rv));
 	if (resource != NULL) {
 		snprintf(w.resource, sizeof w.resource, "%s", resource);
 	} else {
@@ -359,4 +357,17 @@ key_wrote(struct key *k, const struct owner *o, const char *resource,
 		snprintf(k->wrote.uid, sizeof k->wrote.uid, "%s", o->uid);
 	}
 	(void)rs_exp_written_add(&k->wrote, &w);
+}
+
+void
+key_wrote(struct key *k, const struct owner *o, const char *resource,
+    const struct rs_kresp *resp)
+{
+	char rv[sizeof ((struct rs_exp_write *)0)->rv];
+
+	if (resp == NULL || resp->body == NULL ||
+	    rs_jscan_str(resp->body, resp->len, rv, sizeof rv, "metadata",
+	    "resourceVersion", NULL) != RS_OK)
+		return;
+	key_wrote_rv(k, o, resource, rv);
 }

@@ -312,7 +312,7 @@ run(void)
 
 		req_poll();
 		if (got_term && !stopping) {
-			stopping = 1;
+			stopping = app.stopping = 1;
 			rs_info(1, "terminating: finishing %zu keys in flight",
 			    keys_alive());
 			keys_input_end(input.lineno);
@@ -325,8 +325,8 @@ run(void)
 		    req_pending() == 0)
 			break;
 		want_in = may_read();
-		timeout = fx_io() ? 20 : 500;
-		if (req_pending() > 0 && app.kube != NULL) {
+		timeout = req_wait_ms(fx_io() ? 20 : 500);
+		if (req_in_flight() > 0 && app.kube != NULL) {
 			rs_kube_run(app.kube, timeout, want_in ? STDIN_FILENO :
 			    -1);
 		} else {

@@ -15,18 +15,21 @@
 #include "log.h"
 
 struct req {
-	struct req *next;              /* on the deferred list */
+	struct req *next;              /* on the deferred or later list */
 	req_done_fn done;
 	void *arg;
 	char *method, *path, *body;
+	const char *ctype;             /* a literal, or NULL */
 	int body_borrowed;             /* body is the caller's */
-	int64_t start_ns;
+	int64_t start_ns;              /* for -v 4; a later one: when due */
 	rs_code rc;                    /* deferred result */
 	struct rs_kresp resp;
 };
 
+static void later_due(void);
 static struct req *deferred, **deferred_tail = &deferred;
-static size_t pending;
+static struct req *later;          /* waiting for their time, soonest first */
+static size_t pending, nlater;
 
 size_t
 req_pending(void)
@@ -84,6 +87,7 @@ req_poll(void)
 {
 	int n = 0;
 
+	later_due();
 	while (deferred != NULL) {
 		struct req *r = deferred;
 
@@ -123,47 +127,110 @@ oom:
 	rs_fatal(111, "unable to print a request: %s", rs_strerror(RS_ENOMEM));
 }
 
-static void
-send_one(const char *method, const char *path, const char *ctype,
+static struct req *
+req_new(const char *method, const char *path, const char *ctype,
     const char *body, int borrow, req_done_fn done, void *arg)
 {
 	struct req *r = calloc(1, sizeof *r);
-	char why[512];
-	rs_code rc;
 
 	if (r == NULL)
 		goto oom;
 	r->method = strdup(method);
 	r->path = strdup(path);
+	r->ctype = ctype;
 	r->body = borrow || body == NULL ? (char *)body : strdup(body);
 	r->body_borrowed = borrow;
 	if (r->method == NULL || r->path == NULL || (body && r->body == NULL))
 		goto oom;
 	r->done = done;
 	r->arg = arg;
-	r->start_ns = rs_mono_ns();
 	pending++;
-	if (!fence_gate(NULL, method, path, why, sizeof why)) {
+	return r;
+oom:
+	rs_fatal(111, "unable to send %s %s: %s", method, path,
+	    rs_strerror(RS_ENOMEM));
+}
+
+static void
+req_go(struct req *r)
+{
+	char why[512];
+	rs_code rc;
+
+	r->start_ns = rs_mono_ns();
+	if (!fence_gate(NULL, r->method, r->path, why, sizeof why)) {
 		req_defer(r, RS_EREFUSED, 0, why);
 		return;
 	}
 	if (app.dry_run) {
 		dry_print(r);
-		req_defer(r, RS_OK, strcmp(method, "POST") == 0 ? 201 : 200,
+		req_defer(r, RS_OK, strcmp(r->method, "POST") == 0 ? 201 : 200,
 		    NULL);
 		return;
 	}
-	if (RS_V(6) && body != NULL)
-		rs_info(6, "%s %s %s", method, path, body);
+	if (RS_V(6) && r->body != NULL)
+		rs_info(6, "%s %s %s", r->method, r->path, r->body);
 	/* r, and so its body, lives until req_complete has run. */
-	rc = rs_kube_submit_borrowed(app.kube, method, path, ctype, r->body,
-	    r->body ? strlen(r->body) : 0, req_complete, r);
+	rc = rs_kube_submit_borrowed(app.kube, r->method, r->path, r->ctype,
+	    r->body, r->body ? strlen(r->body) : 0, req_complete, r);
 	if (rc != RS_OK)
 		req_defer(r, rc, 0, rs_strerror(rc));
-	return;
-oom:
-	rs_fatal(111, "unable to send %s %s: %s", method, path,
-	    rs_strerror(RS_ENOMEM));
+}
+
+static void
+send_one(const char *method, const char *path, const char *ctype,
+    const char *body, int borrow, req_done_fn done, void *arg)
+{
+	req_go(req_new(method, path, ctype, body, borrow, done, arg));
+}
+
+void
+req_send_later(double after, const char *method, const char *path,
+    req_done_fn done, void *arg)
+{
+	struct req *r = req_new(method, path, NULL, NULL, 0, done, arg), **p;
+
+	r->start_ns = rs_mono_ns() + (int64_t)(after * 1e9);
+	for (p = &later; *p != NULL && (*p)->start_ns <= r->start_ns;
+	    p = &(*p)->next)
+		;
+	r->next = *p;
+	*p = r;
+	nlater++;
+}
+
+/* Sends the later requests whose time has come. */
+static void
+later_due(void)
+{
+	int64_t now = rs_mono_ns();
+	struct req *r;
+
+	while ((r = later) != NULL && r->start_ns <= now) {
+		later = r->next;
+		r->next = NULL;
+		nlater--;
+		req_go(r);
+	}
+}
+
+int
+req_wait_ms(int ms)
+{
+	int64_t left;
+
+	if (later == NULL)
+		return ms;
+	left = (later->start_ns - rs_mono_ns() + 999999) / 1000000;
+	if (left < 0)
+		left = 0;
+	return left < ms ? (int)left : ms;
+}
+
+size_t
+req_in_flight(void)
+{
+	return pending - nlater;
 }
 
 void
@@ -191,6 +258,20 @@ req_errmsg(rs_code rc, const struct rs_kresp *resp, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s", rs_strerror(rc));
 	return buf;
+}
+
+/* A write that failed without saying so: the server may have carried it
+ * out (it was sent and no answer came, or the server failed on its side
+ * and may have stored it first, as a 504 whose handler goes on). A 4xx,
+ * 429 included, is the server refusing before it stores anything. */
+int
+req_unknown(rs_code rc, const struct rs_kresp *resp)
+{
+	if (rc == RS_OK || resp == NULL)
+		return 0;
+	if (resp->code == 0)
+		return resp->sent;
+	return resp->code >= 500;
 }
 
 int

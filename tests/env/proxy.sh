@@ -8,7 +8,7 @@
 #       DIR/proxy.ctl) and DIR/proxy.kubeconfig: KUBECONFIG pointed at it
 #       (same CA: the server cert names 127.0.0.1 whatever the port).
 #       1 when the proxy has not said its port within 10 s.
-#   proxy COMMAND DIR   up, down, drop, cut or stats (faultproxy(1) says
+#   proxy COMMAND DIR   up, down, drop, cut, mute or stats (faultproxy.c says
 #                       what each does)
 #   apiserver_port CLUSTER
 

@@ -5,17 +5,29 @@
 # A relay between rs-watch and rs-sync (tests/tools/hold-relay.sh) holds
 # the stream back after the ReplicaSet's scale-up, so the pods rs-apply
 # creates are not seen; a sync asked for meanwhile must be skipped, counted
-# and retried with the gate on, and go ahead with it off.
+# and retried with the gate on, and go ahead with it off. With the pods
+# stream alone held and a faultproxy (tests/tools/faultproxy.c) before
+# rs-apply, a create whose answer never comes must hold the next sync the
+# same way: the pod it made is not created twice.
 . "$(dirname "$0")/lib.sh"
 
 EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
 [ -x "$EXP_TOOL" ] || EXP_TOOL=$top/build/test/exp-tool
 GATE_OFF="--feature-gates StaleControllerConsistencyReplicaSet=false"
 SKIPS=replicaset_controller_stale_sync_skips_total
+FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
+[ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
+# start_proxy, proxy
+. "$top/tests/env/proxy.sh"
 
 oneTimeSetUp() { need_cluster; }
 
-tearDown() { stop_controller; }
+tearDown() {
+  stop_controller
+  [ -f "$TMP/px/pids" ] || return 0
+  for _p in $(cat "$TMP/px/pids"); do kill "$_p" 2>/dev/null; wait "$_p" 2>/dev/null; done
+  rm -f "$TMP/px/pids"
+}
 
 # stale_skips: rs-sync's skips so far, all labels.
 stale_skips() {
@@ -56,6 +68,9 @@ syncs_settled() {
 # relay NS: the relay for held_scale_up in NS (the mark names the namespace:
 # the ReplicaSets of earlier tests, listed again, carry theirs)
 relay() { echo "bash $top/tests/tools/hold-relay.sh rs-test/hold\\\":\\\"$1 $TMP/hold"; }
+
+# relay_pods NS: the same, holding back only the pods stream
+relay_pods() { echo "$(relay "$1") \\\"resource\\\":\\\"pods\\\""; }
 
 test_stale_cache_skipped_then_synced() {
   ns=$(new_ns stale) || fail "namespace"
@@ -127,6 +142,94 @@ test_deletes_not_recorded() {
   rm -f "$TMP/hold"
   assertTrue "converged" \
     "wait_for 30 rs_status_is '$ns' web '.replicas == 0 and .observedGeneration == 2'"
+}
+
+# proxied_web NS N: the pipeline with rs-apply behind a faultproxy ($px)
+# and only the pods stream held after NS's mark; web made with N replicas
+# and synced, its creates observed.
+proxied_web() {
+  px=$TMP/px
+  mkdir -p "$px"
+  start_proxy "$px" "$RS_TEST_CLUSTER" "$KUBECONFIG" || { echo "faultproxy did not start" >&2; return 1; }
+  RS_RELAY=$(relay_pods "$1") start_controller --kubeconfig "$px/proxy.kubeconfig" || return 1
+  make_rs "$1" web "$2"
+  wait_for 30 rs_status_is "$1" web "(.replicas // 0) == $2 and .observedGeneration == 1" &&
+    wait_for 20 "$EXP_TOOL" "$RS_STATE_DIR/expectations" satisfied "$1/web" >/dev/null ||
+    { pipeline_logs; echo "the pipeline did not sync web" >&2; return 1; }
+}
+
+# ended_lines NS: how often rs-apply ended NS/web, synced or failed.
+ended_lines() { grep -cE "$1/web: (synced|sync failed)" "$TMP/apply.log"; }
+# ended_above NS N: more than N of them, read again at each call.
+ended_above() { [ "$(ended_lines "$1")" -gt "$2" ]; }
+
+# unanswered_scale NS N: web scaled to N replicas, with the relay's mark,
+# while the proxy lets rs-apply's requests through and holds the answers
+# back; once the apiserver has N pods (the write was carried out) and the
+# pods stream is held, the proxy resets the connections, so rs-apply
+# never learns the outcome, and is up again. Sets ended: rs-apply's ends
+# of NS/web before the reset (its round cannot end before).
+unanswered_scale() {
+  proxy mute "$px"
+  wait_for 10 grep -q 'faultproxy: mute' "$px/proxy.log" || { echo "the proxy did not mute" >&2; return 1; }
+  kubectl -n "$1" patch rs web --type=merge -p \
+    "{\"metadata\":{\"annotations\":{\"rs-test/hold\":\"$1\"}},\"spec\":{\"replicas\":$2}}" >/dev/null
+  wait_count "$1" app=web "$2" 20 || { pipeline_logs; echo "the write did not reach the apiserver" >&2; return 1; }
+  wait_for 20 test -e "$TMP/hold" || { echo "the relay did not hold" >&2; return 1; }
+  ended=$(ended_lines "$1")
+  proxy cut "$px"
+  proxy up "$px"
+}
+
+# released NS ADDS: the pods stream let go, web converges to one pod;
+# ADDS pods were created in all.
+released() {
+  rm -f "$TMP/hold"
+  assertTrue "converged" \
+    "wait_for 30 rs_status_is '$1' web '.replicas == 1 and .observedGeneration == 2'"
+  sleep 2
+  assertEquals "exactly one pod" 1 "$(count_live "$1" app=web)"
+  assertEquals "pods created in all" "$2" "$(pod_adds "$1")"
+}
+
+# after_failure NS: a sync of NS/web came after its failed create: a
+# second pod (the defect), or a skip for the pods stream.
+after_failure() {
+  [ "$(count_live "$1" app=web)" -ge 2 ] ||
+    grep -q "$1/web: not synced: read version .* for pods" "$TMP/sync.log"
+}
+
+# A create whose answer never comes made its pod. rs-apply lowers the
+# expectation, as upstream does, and the key is retried at once; the pods
+# stream is held, the ReplicaSets stream is not. The next sync must wait
+# for the pods stream, not create a second pod.
+test_create_of_unknown_outcome_not_repeated() {
+  ns=$(new_ns unknown) || fail "namespace"
+  proxied_web "$ns" 0 || { fail "start"; return; }
+  unanswered_scale "$ns" 1 || { fail "the create was not left unanswered"; return; }
+  assertTrue "the create failed for rs-apply" \
+    "wait_for 20 grep -q '$ns/web: unable to create a pod' '$TMP/apply.log'"
+  assertTrue "a sync came after the failure" "wait_for 30 after_failure $ns"
+  assertEquals "no second pod while the first was not seen" 1 "$(count_live "$ns" app=web)"
+  released "$ns" 1
+}
+
+# A delete whose answer never comes removed its pod. rs-apply must not
+# observe that deletion itself, as it does for a delete that failed: the
+# stream will bring it, and until then the next sync must not count the
+# pod and delete another.
+test_delete_of_unknown_outcome_left_to_the_stream() {
+  ns=$(new_ns unknown) || fail "namespace"
+  proxied_web "$ns" 2 || { fail "start"; return; }
+  unanswered_scale "$ns" 1 || { fail "the delete was not left unanswered"; return; }
+  assertTrue "rs-apply ended the round" "wait_for 20 ended_above $ns $ended"
+  assertFalse "the deletion is still expected (left to the stream)" \
+    "'$EXP_TOOL' '$RS_STATE_DIR/expectations' satisfied '$ns/web'"
+  ended=$(ended_lines "$ns")
+  rs-queue --queue "$RS_QUEUE_SOCK" add "$ns/web" || fail "add"
+  assertTrue "a sync meanwhile" "wait_for 20 ended_above $ns $ended"
+  assertEquals "no second delete while the first was not seen" 1 "$(count_live "$ns" app=web)"
+  released "$ns" 2
 }
 
 test_unknown_gate_is_a_usage_error() {

@@ -15,6 +15,9 @@
  *   drop    packets are dropped: connections stay open but nothing is
  *           forwarded either way, new ones are accepted and left hanging
  *   cut     reset every connection once, and stay up
+ *   mute    requests go through, answers are held back (until up; a cut
+ *           then resets the connections): the server carries out a
+ *           request whose client never learns of it
  *   stats   one line on stderr: connections accepted, open, reset, bytes
  * A command is acknowledged with "faultproxy: MODE" on stderr. TERM or INT
  * exits 0. Exit 100 on usage, 111 when unable to listen. */
@@ -38,7 +41,7 @@
 #define MAXCONN 512
 #define BUFSZ   (64 * 1024)
 
-enum mode { M_UP, M_DOWN, M_DROP };
+enum mode { M_UP, M_DOWN, M_DROP, M_MUTE };
 
 struct half {                  /* one direction: bytes read from a, for b */
 	char buf[BUFSZ];
@@ -191,7 +194,8 @@ do_accept(void)
 		p->id = ++accepted;
 		conns[i] = p;
 		rs_info(2, "connection %lu accepted", accepted);
-		if (mode == M_UP && connect_target(p) < 0) {
+		if ((mode == M_UP || mode == M_MUTE) &&
+		    connect_target(p) < 0) {
 			rs_warn("unable to reach 127.0.0.1:%u: %s", tport,
 			    strerror(errno));
 			pair_close(i, 1);
@@ -259,6 +263,10 @@ command(const char *c)
 		mode = M_DROP;
 	} else if (strcmp(c, "cut") == 0) {
 		cut_all();
+	} else if (strcmp(c, "mute") == 0) {
+		if (was == M_DOWN)
+			listen_resume();
+		mode = M_MUTE;
 	} else if (strcmp(c, "stats") != 0) {
 		rs_warn("unknown command: %s", c);
 		return;
@@ -268,7 +276,7 @@ command(const char *c)
 		open_ += conns[i] != NULL;
 	fprintf(stderr, "faultproxy: %s accepted=%lu open=%d resets=%lu "
 	    "bytes=%lu\n", mode == M_UP ? "up" : mode == M_DOWN ? "down" :
-	    "drop", accepted, open_, resets, bytes);
+	    mode == M_MUTE ? "mute" : "drop", accepted, open_, resets, bytes);
 }
 
 static void
@@ -296,16 +304,26 @@ read_control(int cfd)
 		len = 0;   /* a line too long for a command: drop it */
 }
 
+/* Whether bytes flow in a direction: toward the server (up) or back. */
+static int
+flows(int up)
+{
+	return mode == M_UP || (mode == M_MUTE && up);
+}
+
+/* The events of one side: it reads for `in`, writes what `out` holds;
+ * in_up: `in` flows toward the server. */
 static short
-want(const struct half *in, const struct half *out, int connected)
+want(const struct half *in, const struct half *out, int connected,
+    int in_up)
 {
 	short ev = 0;
 
-	if (mode != M_UP || !connected)
+	if (!connected)
 		return 0;
-	if (in->len == 0 && !in->eof)
+	if (flows(in_up) && in->len == 0 && !in->eof)
 		ev |= POLLIN;
-	if (out->len > 0)
+	if (flows(!in_up) && out->len > 0)
 		ev |= POLLOUT;
 	return ev;
 }
@@ -333,9 +351,9 @@ loop(int cfd)
 			ok = p->sfd >= 0 && !p->connecting;
 			idx[n] = idx[n + 1] = i;
 			ids[n] = ids[n + 1] = p->id;
-			pf[n].events = want(&p->up, &p->down, ok);
-			pf[n + 1].events = p->connecting && mode == M_UP ?
-			    POLLOUT : want(&p->down, &p->up, ok);
+			pf[n].events = want(&p->up, &p->down, ok, 1);
+			pf[n + 1].events = p->connecting && flows(1) ?
+			    POLLOUT : want(&p->down, &p->up, ok, 0);
 			/* no interest: not polled, so a hangup does not spin */
 			pf[n].fd = pf[n].events ? p->cfd : -1;
 			pf[n + 1].fd = pf[n + 1].events ? p->sfd : -1;
@@ -354,7 +372,7 @@ loop(int cfd)
 			int i = idx[k];
 			struct pair *p = conns[i];
 
-			if (p == NULL || mode != M_UP || p->id != ids[k])
+			if (p == NULL || !flows(1) || p->id != ids[k])
 				continue;
 			if (p->connecting) {
 				int err = 0;
@@ -375,9 +393,9 @@ loop(int cfd)
 				continue;
 			}
 			if (relay(p->cfd, p->sfd, &p->up, pf[k].revents,
-			    pf[k + 1].revents) < 0 ||
+			    pf[k + 1].revents) < 0 || (flows(0) &&
 			    relay(p->sfd, p->cfd, &p->down, pf[k + 1].revents,
-			    pf[k].revents) < 0) {
+			    pf[k].revents) < 0)) {
 				pair_close(i, 1);
 				continue;
 			}
