@@ -45,7 +45,12 @@
  * that the caller can subtract them); wait prints "watching" once its watch
  * is about to open, then "converged T"; kick prints "kick_ms X" for each
  * delete (from its answer to the new pod seen), then "kicks N". Exit 0, 1
- * when a request was refused, 111 on transport failures, 100 on usage. */
+ * when a request was refused, 111 on transport failures, 100 on usage.
+ * Each batch of requests sent in parallel also prints "batch VERB RESOURCE
+ * N CPU_S WALL_S": its N requests (retries not counted) and the CPU
+ * (utime + stime, getrusage) and wall time bulk spent from its first send
+ * to its last answer: the floor of a request's CPU for a plain client
+ * (bench/controller/floor). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -53,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -246,10 +252,25 @@ submit(struct bulk *b, size_t i)
 	b->inflight++;
 }
 
+static double
+cpu_now(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* Sends v[0..n) with at most b->window in flight; frees them. */
 static void
 run_batch(struct bulk *b, struct req *v, size_t n, answer_fn answer)
 {
+	double cpu0 = cpu_now(), wall0 = rs_wall_now();
+	const char *verb = n > 0 ? v[0].verb : NULL;
+	const char *res = n > 0 ? v[0].res : NULL;
+
 	b->v = v;
 	b->n = n;
 	b->next = 0;
@@ -263,6 +284,9 @@ run_batch(struct bulk *b, struct req *v, size_t n, answer_fn answer)
 			submit(b, b->next++);
 		rs_kube_run(b->k, 200, -1);
 	}
+	if (n > 0)
+		printf("batch %s %s %zu %.6f %.6f\n", verb, res, n,
+		    cpu_now() - cpu0, rs_wall_now() - wall0);
 	free(b->retry);
 	for (size_t i = 0; i < n; i++) {
 		free(v[i].method);

@@ -147,7 +147,8 @@ fx_end(const char *key, int failed, int moved, int has_after, double after)
 		    rs_strerror(rc));
 		return;
 	}
-	(void)fx_io();
+	/* no fx_io here: the main loop's, before it waits again, sends the
+	 * ends of all the answers of one wake-up in one write */
 }
 
 void

@@ -349,8 +349,12 @@ status_start(struct key *k, struct intent *in)
 	cJSON *st;
 	char *coll;
 
-	if (s == NULL || (s->object = cJSON_Duplicate(in->object, 1)) == NULL)
+	if (s == NULL)
 		goto oom;
+	/* the intent's own tree, taken rather than copied: nothing reads
+	 * in->object after this */
+	s->object = cJSON_DetachItemViaPointer(in->json, (cJSON *)in->object);
+	in->object = NULL;
 	s->k = k;
 	s->in = in;
 	st = cJSON_GetObjectItemCaseSensitive(s->object, "status");

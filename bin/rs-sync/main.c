@@ -23,6 +23,7 @@
 #include "reconcile.h"
 #include "stagestats.h"
 #include "statedir.h"
+#include "strmap.h"
 #include "sync.h"
 
 #define USAGE \
@@ -101,14 +102,43 @@ sync_enqueue(struct sync *s, const char *key, double after)
 		s->enqueue(s->enqueue_arg, key, after);
 }
 
+/* The keys this process ADDed that no GET has handed back yet: they wait
+ * in rs-queue, where another ADD is a no-op (doc/queue-protocol.md), so it
+ * is not sent. An event storm then costs one queue line per key and sync,
+ * not one per event. This holds because rs-sync is the only one that GETs
+ * from its queue (doc/rs-sync.1), and a key handed out is dropped from the
+ * set before its sync, so an event after it is ADDed again. */
+struct enq {
+	struct rs_queue *q;
+	struct rs_strmap queued;       /* key -> the same string, owned */
+};
+
 static void
 queue_enqueue(void *arg, const char *key, double after)
 {
-	struct rs_queue *q = arg;
-	rs_code rc = after > 0 ? rs_queue_after(q, after, key) : rs_queue_add(q, key);
+	struct enq *e = arg;
+	char *copy;
+	rs_code rc;
 
-	if (rc != RS_OK)
+	if (after <= 0 && rs_strmap_get(&e->queued, key) != NULL)
+		return;
+	rc = after > 0 ? rs_queue_after(e->q, after, key) :
+	    rs_queue_add(e->q, key);
+	if (rc != RS_OK) {
 		rs_warn("unable to queue %s: %s", key, rs_strerror(rc));
+		return;
+	}
+	/* without memory the next ADD is sent too: only slower */
+	if (after <= 0 && (copy = strdup(key)) != NULL &&
+	    rs_strmap_put(&e->queued, copy, copy, NULL) != RS_OK)
+		free(copy);
+}
+
+/* key was handed out: the next event for it must ADD it again. */
+static void
+queue_handed_out(struct enq *e, const char *key)
+{
+	free(rs_strmap_del(&e->queued, key));
 }
 
 
@@ -392,6 +422,7 @@ serve_keys(struct sync *s, struct rs_queue *q)
 	rs_code rc;
 
 	while ((rc = rs_queue_next_key(q, &key)) == RS_OK) {
+		queue_handed_out(s->enqueue_arg, key);
 		rs_info(4, "syncing %s", key);
 		rc = reconcile(s, key);
 		if (rc == RS_EIO)
@@ -415,6 +446,7 @@ run_loop(struct sync *s, const struct opts *o)
 {
 	struct rs_line_reader in;
 	struct rs_queue *q;
+	static struct enq enq;
 	int64_t next_resync = 0;
 	int eof = 0, buffered = 0;   /* lines read but not yet handled */
 	rs_code rc;
@@ -425,8 +457,10 @@ run_loop(struct sync *s, const struct opts *o)
 	if ((rc = rs_queue_open(o->queue, &q)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));
+	enq.q = q;
+	rs_strmap_init(&enq.queued);
 	s->enqueue = queue_enqueue;
-	s->enqueue_arg = q;
+	s->enqueue_arg = &enq;
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	if (rs_line_reader_init(&in, 0, o->max_line) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
