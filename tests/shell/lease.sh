@@ -12,8 +12,6 @@
 # it and when it was gone.
 . "$(dirname "$0")/lib.sh"
 
-LEASE_PIDS=
-
 # lease_bg ID NS NAME PROG...: rs-lease in the background as candidate ID,
 # log in $TMP/ID.log; its pid in LEASE_PID.
 lease_bg() {
@@ -80,10 +78,7 @@ transitions() {
 # After each test: its rs-lease copies stopped, and any marker prog left
 # behind killed, whatever the test did.
 tearDown() {
-  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
-  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
-  LEASE_PIDS=
-  kill_markers
+  stop_leases
   rm -f "$TMP"/*.term "$TMP"/*.gone "$TMP"/*.lease
   rs_cleanup
 }
