@@ -9,5 +9,5 @@
 RS_TEST_INSTANCES=${RS_TEST_INSTANCES:-3}
 [ "$RS_TEST_INSTANCES" -gt 1 ] || { echo "e2e_rc_sharded: RS_TEST_INSTANCES=$RS_TEST_INSTANCES is not sharded" >&2; exit 100; }
 # shunit2 takes the tests from the file it is told, e2e_rc.sh's
-__SHUNIT_PARENT=$(dirname "$0")/e2e_rc.sh
-. "$__SHUNIT_PARENT"
+SHUNIT_PARENT=$(dirname "$0")/e2e_rc.sh
+. "$SHUNIT_PARENT"

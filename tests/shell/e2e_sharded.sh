@@ -8,5 +8,5 @@
 RS_TEST_INSTANCES=${RS_TEST_INSTANCES:-3}
 [ "$RS_TEST_INSTANCES" -gt 1 ] || { echo "e2e_sharded: RS_TEST_INSTANCES=$RS_TEST_INSTANCES is not sharded" >&2; exit 100; }
 # shunit2 takes the tests from the file it is told, e2e.sh's
-__SHUNIT_PARENT=$(dirname "$0")/e2e.sh
-. "$__SHUNIT_PARENT"
+SHUNIT_PARENT=$(dirname "$0")/e2e.sh
+. "$SHUNIT_PARENT"

@@ -228,16 +228,21 @@ descendants() {
 # start_instance ID [KUBECONFIG]: an instance with its state in
 # $TMP/ID/state, every log in $TMP/ID/pipeline.log, its intents in
 # $TMP/ID/intents.ndjson. RS_KIND and RS_QUEUE_NAME (rs-queue --name)
-# choose the controller (the ReplicaSet one by default).
+# choose the controller (the ReplicaSet one by default). INSTANCE_LEADER=1:
+# a copy under leader election (the Lease $SHARD_GROUP) rather than a
+# shard; INSTANCE_TIMING: rs-lease's timings ($SHARD_TIMING when unset,
+# rs-lease's defaults when empty).
 start_instance() {
+  local shards=$SHARD_B
+  [ -n "${INSTANCE_LEADER:-}" ] && shards=
   _d=$TMP/$1
   mkdir -p "$_d/state"; chmod 0700 "$_d/state"
   RS_STATE_DIR=$_d/state rs-queue serve --socket "$_d/state/queue.sock" \
     ${RS_QUEUE_NAME:+--name "$RS_QUEUE_NAME"} 2>"$_d/queue.log" &
   echo $! >"$_d/queue.pid"
   wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
-  KUBECONFIG=${2:-$KUBECONFIG} RS_KIND=${RS_KIND:-ReplicaSet} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$SHARD_GROUP \
-  RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $SHARD_TIMING" \
+  KUBECONFIG=${2:-$KUBECONFIG} RS_KIND=${RS_KIND:-ReplicaSet} RS_STATE_DIR=$_d/state RS_SHARDS=$shards RS_LEADER_ELECT=${INSTANCE_LEADER:-0} \
+  RS_LEASE_NAME=$SHARD_GROUP RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 ${INSTANCE_TIMING-$SHARD_TIMING}" \
   RS_WATCH_FLAGS="-v 1" RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$INSTANCE_APPLY_FLAGS" RS_STOP_GRACE=5 \
   RS_RECORD_INTENTS=$_d/intents.ndjson \
     "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
