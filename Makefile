@@ -116,8 +116,9 @@ test-unit: all $(UNITS)
 test-shell: all
 	@sh tests/run-all.sh shell
 
-# The shell suites that take minutes each (# run-all: slow: the faults and
-# sharding across instances): CI runs them.
+# The shell suites that take minutes each (# run-all: slow: the faults,
+# sharding across instances, the end-to-end suites on 3 sharded
+# instances): CI runs them.
 test-slow: all
 	@sh tests/run-all.sh slow
 

@@ -98,13 +98,21 @@ if [ "$what" = all ] || [ "$what" = unit ]; then
 fi
 
 # report SUITE LOG RC SECONDS [NOTE]: a finished suite into the totals; a
-# suite that failed with no test failed (shunit2's exit status) counts one.
+# suite that failed with no test failed (shunit2's exit status), or that
+# ran no test at all, counts one.
 report() {
   count_shunit "$1" "$2" "$2.skips" >"$2.res"
   tally "$1" <"$2.res"
   if [ "$3" -ne 0 ] && ! grep -q '^fail' "$2.res"; then
     failed=$((failed + 1)) failures="$failures $1(exit $3)"
     counts="$counts, exit status $3"
+  fi
+  # a suite whose file shunit2 found no test in (a thin suite that names
+  # the wrong SHUNIT_PARENT, say) proves nothing
+  if ! grep -q . "$2.res"; then
+    failed=$((failed + 1)) failures="$failures $1(no test)"
+    counts="$counts, no test ran: failed"
+    cat "$2"
   fi
   # a passing suite's timings, when it prints some (lines "figure: ...")
   grep -q '^fail' "$2.res" || [ "$3" -ne 0 ] || grep '^figure: ' "$2" | sed 's/^/  /'

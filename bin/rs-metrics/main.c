@@ -18,6 +18,7 @@
 
 #define USAGE "usage: rs-metrics [--listen ADDR:PORT] [--queue PATH] " \
     "[--state-dir DIR]\n" \
+    "                  [--shard-file PATH]\n" \
     "                  [--stages LIST] [--stale SECONDS] [--max-connections N]\n" \
     "                  [--timeout SECONDS] [--notify-fd N]\n" \
     "                  [-v N] [--log-format text|json]\n"
@@ -37,6 +38,8 @@ USAGE
 "      --state-dir DIR     the instance's state directory (default\n"
 "                          $RS_STATE_DIR, else $XDG_RUNTIME_DIR/rs-controller,\n"
 "                          else /dev/shm/rs-controller)\n"
+"      --shard-file PATH   rs-lease --shards' shard file, for the rs_shard_*\n"
+"                          figures (default $RS_STATE_DIR/shards.json)\n"
 "      --stages LIST       stages whose stats /healthz requires, comma-\n"
 "                          separated (default " RSM_STAGES_DEFAULT "; \"\": none)\n"
 "      --stale SECONDS     a stats file older than this fails /healthz\n"
@@ -53,13 +56,14 @@ USAGE
 "\n"
 "Exit: 0 on TERM or INT, 100 usage, 111 unable to listen.\n";
 
-enum { O_LISTEN = 256, O_QUEUE, O_STATE, O_STAGES, O_STALE, O_MAXCONN,
-    O_TIMEOUT, O_NOTIFY };
+enum { O_LISTEN = 256, O_QUEUE, O_STATE, O_SHARD, O_STAGES, O_STALE,
+    O_MAXCONN, O_TIMEOUT, O_NOTIFY };
 
 static const struct option own_opts[] = {
 	{ "listen", required_argument, NULL, O_LISTEN },
 	{ "queue", required_argument, NULL, O_QUEUE },
 	{ "state-dir", required_argument, NULL, O_STATE },
+	{ "shard-file", required_argument, NULL, O_SHARD },
 	{ "stages", required_argument, NULL, O_STAGES },
 	{ "stale", required_argument, NULL, O_STALE },
 	{ "max-connections", required_argument, NULL, O_MAXCONN },
@@ -112,7 +116,7 @@ split_stages(struct rsm_opts *o, const char *list)
 static void
 parse_flags(int argc, char **argv, struct rsm_opts *o)
 {
-	const char *stages = RSM_STAGES_DEFAULT, *queue = NULL;
+	const char *stages = RSM_STAGES_DEFAULT, *queue = NULL, *shard = NULL;
 	struct option *longopts = rs_flags_longopts(own_opts, RS_FLAGS_LOG);
 	int c;
 
@@ -131,6 +135,7 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 			/* the one place every path of the instance comes from */
 			setenv("RS_STATE_DIR", optarg, 1);
 			break;
+		case O_SHARD: shard = optarg; break;
 		case O_STAGES: stages = optarg; break;
 		case O_STALE:
 			o->stale = rs_flag_double(optarg, 0.5, 86400, "--stale");
@@ -164,7 +169,9 @@ parse_flags(int argc, char **argv, struct rsm_opts *o)
 	split_stages(o, stages);
 	o->queue = queue ? strdup(queue) : rs_queue_default_path();
 	o->stats_dir = rs_state_path("stats");
-	if (o->queue == NULL || o->stats_dir == NULL)
+	/* where service/rs-pipeline has rs-lease write it */
+	o->shard_file = shard ? strdup(shard) : rs_state_path("shards.json");
+	if (o->queue == NULL || o->stats_dir == NULL || o->shard_file == NULL)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
 }
 
@@ -184,5 +191,6 @@ main(int argc, char **argv)
 	free(o.stages);
 	free(o.queue);
 	free(o.stats_dir);
+	free(o.shard_file);
 	return code;
 }

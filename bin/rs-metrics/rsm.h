@@ -1,6 +1,6 @@
 /* rsm.h: rs-metrics' parts. main.c parses flags; http.c serves (on
  * libmicrohttpd); queue.c asks rs-queue for STATS; stages.c reads the
- * stages' stats files; scrape.c renders /metrics; health.c answers
+ * stages' stats files; shard.c the shard file; scrape.c renders /metrics; health.c answers
  * /healthz and /readyz. */
 #ifndef RSM_H
 #define RSM_H
@@ -22,6 +22,7 @@ struct rsm_opts {
 	const char *listen;
 	char *queue;                   /* rs-queue's socket */
 	char *stats_dir;               /* $RS_STATE_DIR/stats */
+	char *shard_file;              /* rs-lease --shards' shard file */
 	char **stages;                 /* required by /healthz, */
 	size_t nstages;
 	char *stage_list;              /* pointing into this copy */
@@ -54,6 +55,10 @@ void rsm_stages_load(const char *dir, struct rsm_stages *out);
 void rsm_stages_free(struct rsm_stages *s);
 const struct rsm_stage *rsm_stage_find(const struct rsm_stages *s,
     const char *name);
+
+/* shard.c: the shard families from the shard file at path; nothing
+ * when there is none. */
+void rsm_shard(FILE *f, const char *path);
 
 /* scrape.c: the body of /metrics. */
 void rsm_scrape(FILE *f, const struct rsm_opts *o);

@@ -1,5 +1,5 @@
 /* scrape.c: the /metrics body. The work-queue families from rs-queue's
- * STATS, rs-metrics' own view of the stages, then every family of every
+ * STATS, the shard file's, rs-metrics' own view of the stages, then every family of every
  * stats file. A family is written as one group (HELP, TYPE, samples) even
  * when several stages report it, as the text format requires; what does
  * not validate (names, labels, values, a type differing between stages)
@@ -79,6 +79,8 @@ reserved(const char *name)
 {
 	return strncmp(name, "workqueue_", 10) == 0 ||
 	    strncmp(name, "rs_stage_", 9) == 0 ||
+	    strncmp(name, "rs_shard_bucket", 15) == 0 ||
+	    strcmp(name, "rs_shard_rebalances_total") == 0 ||
 	    strcmp(name, "rs_queue_up") == 0;
 }
 
@@ -237,6 +239,7 @@ rsm_scrape(FILE *f, const struct rsm_opts *o)
 	size_t n, i, j;
 
 	queue_families(f, o);
+	rsm_shard(f, o->shard_file);
 	rsm_stages_load(o->stats_dir, &st);
 	stage_families(f, &st);
 	n = collect(&st, &refs);

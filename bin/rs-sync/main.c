@@ -380,6 +380,7 @@ stats_open(void)
 	    "scale-down ranks its pods (upstream's measure of how well "
 	    "LogarithmicScaleDown picks young pods: below 2 is good).",
 	    age_ratio_le, sizeof age_ratio_le / sizeof age_ratio_le[0]);
+	shardkeys_open();
 }
 
 /* Sets the figures and writes them when due (or now: force). */
@@ -403,6 +404,7 @@ stats_publish(const struct sync *s, int force)
 	rs_stagestats_set("rs_sync_cache_objects", "resource=pods",
 	    s->cache.pods.len);
 	rs_stagestats_set("rs_sync_cache_objects", ctrl, s->cache.ctrls.len);
+	shardkeys_publish(s);
 	rs_stagestats_write(now);
 }
 

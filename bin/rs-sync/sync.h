@@ -52,6 +52,11 @@ struct sync {
 const char *sync_read_rv(const struct sync *s, const char *resource);
 
 double sync_now(const struct sync *s);
+
+/* shardkeys.c: the keys dropped and gained when the held buckets changed
+ * (shard mode only; nothing otherwise). Open after the stats set. */
+void shardkeys_open(void);
+void shardkeys_publish(const struct sync *s);
 void sync_enqueue(struct sync *s, const char *key, double after);
 
 #endif

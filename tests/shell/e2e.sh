@@ -5,12 +5,14 @@
 # rs-watch, so that a pod created beyond what was needed fails the test.
 # deb.sh runs these scenarios against the installed package: it sources
 # this file with E2E_SCENARIOS_ONLY=1, lib.sh loaded and a controller of
-# its own.
+# its own. e2e_sharded.sh runs them against 3 sharded instances
+# (RS_TEST_INSTANCES, lib.sh).
 [ -n "${E2E_SCENARIOS_ONLY:-}" ] || . "$(dirname "$0")/lib.sh"
 
 oneTimeSetUp() {
   need_cluster || return
-  start_controller --kube-api-qps 200 --kube-api-burst 400
+  start_controller --kube-api-qps 200 --kube-api-burst 400 ||
+    { fail "the controller did not start"; pipeline_logs; }
 }
 
 oneTimeTearDown() {
@@ -172,8 +174,8 @@ test_burst_of_1200() {
   assertTrue "status 1200" "wait_for 60 rs_status_is $ns big '.replicas == 1200'"
   sleep 2
   # the intents, where start_controller recorded them (not under s6)
-  if [ -f "$TMP/intents.ndjson" ]; then
-    max=$(jq -s --arg ns "$ns" '[.[] | select(.op=="create" and .owner.namespace==$ns) | .count] | max' "$TMP/intents.ndjson")
+  if recorded_intents >/dev/null; then
+    max=$(recorded_intents | jq -s --arg ns "$ns" '[.[] | select(.op=="create" and .owner.namespace==$ns) | .count] | max')
     assertTrue "steps of at most 500 (largest $max)" "[ $max -le 500 ]"
   fi
   assertEquals "creates" 1200 "$(pod_adds "$ns")"

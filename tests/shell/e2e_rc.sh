@@ -5,6 +5,9 @@
 # state directory all along, as kube-controller-manager runs both. Every test
 # checks the final state with kubectl and counts pod ADDED events from a
 # separate rs-watch, so that a pod created beyond what was needed fails.
+# e2e_rc_sharded.sh runs them with 3 sharded instances of each controller
+# (RS_TEST_INSTANCES, lib.sh), the ReplicaSet ones rs1..rs3 in the Lease
+# group rs, the ReplicationController ones rc1..rc3 in the group rc.
 . "$(dirname "$0")/lib.sh"
 
 RC_DIR=$RS_STATE_DIR/rc
@@ -40,6 +43,15 @@ start_pipeline() {
 oneTimeSetUp() {
 	need_cluster || return
 	rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+	if sharded; then
+		INSTANCE_APPLY_FLAGS="-v 2 --kube-api-qps 200 --kube-api-burst 400"
+		SHARD_GROUP=rs RS_QUEUE_NAME=replicaset \
+		    start_instances "$RS_TEST_INSTANCES" rs &&
+		SHARD_GROUP=rc RS_QUEUE_NAME=replicationmanager RS_KIND=ReplicationController \
+		    start_instances "$RS_TEST_INSTANCES" rc ||
+		    { fail "the instances did not start"; pipeline_logs; }
+		return
+	fi
 	start_pipeline "$RS_DIR" replicaset replicasets || return 1
 	start_pipeline "$RC_DIR" replicationmanager replicationcontrollers \
 	    --kind ReplicationController || return 1
@@ -48,6 +60,7 @@ oneTimeSetUp() {
 # stop_pipelines: the watches first, so that each pipeline ends on end of
 # file rather than on a vanished queue; then everything else.
 stop_pipelines() {
+	stop_instances
 	for p in $WATCH_PIDS; do kill "$p" 2>/dev/null; done
 	sleep 0.5
 	rs_cleanup
@@ -61,6 +74,22 @@ oneTimeTearDown() {
 		cp -r "$TMP" "$RC_DIR" "$RS_DIR" "$RS_KEEP_LOGS" 2>/dev/null
 	fi
 	rm -rf "$RS_STATE_DIR"
+}
+
+# intents rs|rc: the intents of the ReplicaSet or the ReplicationController
+# controller, of its pipeline or of all its instances.
+intents() {
+	if sharded; then instance_intents "$1"
+	elif [ "$1" = rs ]; then cat "$RS_DIR/intents.ndjson"
+	else cat "$RC_DIR/intents.ndjson"; fi
+}
+
+# queue_dirs rs|rc: the state directories of the controller's rs-queue, or
+# of each of its instances' rs-queue.
+queue_dirs() {
+	if sharded; then printf "$TMP/$1%s/state\n" $(seq 1 "$RS_TEST_INSTANCES")
+	elif [ "$1" = rs ]; then echo "$RS_DIR"
+	else echo "$RC_DIR"; fi
 }
 
 # make_rc NS NAME REPLICAS [LABEL] [EXTRA-SPEC-JSON]: a ReplicationController
@@ -104,16 +133,15 @@ event_count() {
 	    .involvedObject.kind == $k) | .count] | add // 0'
 }
 
-# intents_touching FILE NS NAMES...: intents in FILE for a key of NS that
-# name one of the pods NAMES (adopt, release or delete).
+# intents_touching rs|rc NS NAMES...: intents of that controller for a key
+# of NS that name one of the pods NAMES (adopt, release or delete).
 intents_touching() {
-	_f=$1 _ns=$2
+	_k=$1 _ns=$2
 	shift 2
 	_names=$(printf '%s\n' "$@" | jq -R . | jq -sc .)
-	jq -c --arg ns "$_ns" --argjson names "$_names" '
+	intents "$_k" | jq -c --arg ns "$_ns" --argjson names "$_names" '
 	  select(.key | startswith($ns + "/")) |
-	  select([.pod.name?, .pods[]?.name] | any(.[]; . as $n | $names | index($n) != null))' \
-	    "$_f"
+	  select([.pod.name?, .pods[]?.name] | any(.[]; . as $n | $names | index($n) != null))'
 }
 
 test_create_three() {
@@ -135,7 +163,7 @@ test_create_three() {
 	assertTrue "observedGeneration" "rc_status_is $ns web '.observedGeneration == 1'"
 	sleep 2
 	assertEquals "no extra creates" 3 "$(pod_adds "$ns")"
-	n=$(jq -c --arg ns "$ns" 'select(.key | startswith($ns + "/"))' "$RS_DIR/intents.ndjson" | wc -l)
+	n=$(intents rs | jq -c --arg ns "$ns" 'select(.key | startswith($ns + "/"))' | wc -l)
 	assertEquals "the ReplicaSet controller wrote nothing for an RC" 0 "$n"
 }
 
@@ -164,11 +192,11 @@ test_scale_up_down_and_replace() {
 	make_rc "$ns" web 3
 	check_scale_cycle rc "$ns"
 	assertTrue "SuccessfulDelete events" "wait_for 10 events_with $ns SuccessfulDelete 10"
-	n=$(jq -c --arg ns "$ns" 'select((.key | startswith($ns + "/")) and .op == "status" and
-	  (.object.status | has("terminatingReplicas")))' "$RC_DIR/intents.ndjson" | wc -l)
+	n=$(intents rc | jq -c --arg ns "$ns" 'select((.key | startswith($ns + "/")) and .op == "status" and
+	  (.object.status | has("terminatingReplicas")))' | wc -l)
 	assertEquals "no terminatingReplicas in RC status" 0 "$n"
-	n=$(jq -c --arg ns "$ns" 'select((.key | startswith($ns + "/")) and .op == "status")' \
-	    "$RC_DIR/intents.ndjson" | wc -l)
+	n=$(intents rc | jq -c --arg ns "$ns" 'select((.key | startswith($ns + "/")) and .op == "status")' |
+	    wc -l)
 	assertTrue "status intents were written ($n)" "[ $n -gt 0 ]"
 }
 
@@ -277,18 +305,16 @@ test_rs_and_rc_side_by_side() {
 	assertTrue "RC pods were seen" "[ -n '$allrc' ]"
 	assertTrue "RS pods were seen" "[ -n '$allrs' ]"
 	assertEquals "RS intents about RC pods" "" \
-	    "$(intents_touching "$RS_DIR/intents.ndjson" "$ns" $allrc)"
+	    "$(intents_touching rs "$ns" $allrc)"
 	assertEquals "RC intents about RS pods" "" \
-	    "$(intents_touching "$RC_DIR/intents.ndjson" "$ns" $allrs)"
+	    "$(intents_touching rc "$ns" $allrs)"
 	assertEquals "RS pipeline: only ReplicaSet owners" 0 \
-	    "$(jq -c 'select(.owner.kind != "ReplicaSet")' "$RS_DIR/intents.ndjson" | wc -l)"
+	    "$(intents rs | jq -c 'select(.owner.kind != "ReplicaSet")' | wc -l)"
 	assertEquals "RC pipeline: only ReplicationController owners" 0 \
-	    "$(jq -c 'select(.owner.kind != "ReplicationController" or .owner.apiVersion != "v1")' "$RC_DIR/intents.ndjson" | wc -l)"
-	n=$(jq -s --arg k "$ns/web" '[.[] | select(.key == $k and .op == "create") | .count] | add // 0' \
-	    "$RS_DIR/intents.ndjson")
+	    "$(intents rc | jq -c 'select(.owner.kind != "ReplicationController" or .owner.apiVersion != "v1")' | wc -l)"
+	n=$(intents rs | jq -s --arg k "$ns/web" '[.[] | select(.key == $k and .op == "create") | .count] | add // 0')
 	assertEquals "RS asked for 2 + 2 pods" 4 "$n"
-	n=$(jq -s --arg k "$ns/web" '[.[] | select(.key == $k and .op == "create") | .count] | add // 0' \
-	    "$RC_DIR/intents.ndjson")
+	n=$(intents rc | jq -s --arg k "$ns/web" '[.[] | select(.key == $k and .op == "create") | .count] | add // 0')
 	assertEquals "RC asked for 3 pods" 3 "$n"
 	assertEquals "SuccessfulCreate events of the RS" 4 \
 	    "$(event_count "$ns" SuccessfulCreate replicaset-controller ReplicaSet)"
@@ -296,17 +322,23 @@ test_rs_and_rc_side_by_side() {
 	    "$(event_count "$ns" SuccessfulCreate replication-controller ReplicationController)"
 }
 
-# Last, so that both queues have seen work.
+# Last, so that both queues have seen work. Sharded, each instance's
+# queue: its name, and the adds of all the RC instances' queues.
 test_queue_names() {
 	need_cluster || return
-	assertEquals "RC queue name" replicationmanager \
-	    "$(RS_STATE_DIR=$RC_DIR rs-queue stats | jq -r .name)"
-	assertEquals "RS queue name" replicaset \
-	    "$(RS_STATE_DIR=$RS_DIR rs-queue stats | jq -r .name)"
-	n=$(RS_STATE_DIR=$RC_DIR rs-queue stats | jq .adds_total)
+	local d n=0
+	for d in $(queue_dirs rc); do
+		assertEquals "RC queue name" replicationmanager \
+		    "$(RS_STATE_DIR=$d rs-queue stats | jq -r .name)"
+		n=$(( n + $(RS_STATE_DIR=$d rs-queue stats | jq .adds_total) ))
+		assertTrue "prometheus label" \
+		    "RS_STATE_DIR=$d rs-queue stats --prometheus | grep -q '^workqueue_adds_total{name=\"replicationmanager\"}'"
+	done
+	for d in $(queue_dirs rs); do
+		assertEquals "RS queue name" replicaset \
+		    "$(RS_STATE_DIR=$d rs-queue stats | jq -r .name)"
+	done
 	assertTrue "the RC pipeline used its queue ($n adds)" "[ $n -gt 0 ]"
-	assertTrue "prometheus label" \
-	    "RS_STATE_DIR=$RC_DIR rs-queue stats --prometheus | grep -q '^workqueue_adds_total{name=\"replicationmanager\"}'"
 }
 
 . "$SHUNIT2"

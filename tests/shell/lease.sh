@@ -12,8 +12,6 @@
 # it and when it was gone.
 . "$(dirname "$0")/lib.sh"
 
-LEASE_PIDS=
-
 # lease_bg ID NS NAME PROG...: rs-lease in the background as candidate ID,
 # log in $TMP/ID.log; its pid in LEASE_PID.
 lease_bg() {
@@ -80,10 +78,8 @@ transitions() {
 # After each test: its rs-lease copies stopped, and any marker prog left
 # behind killed, whatever the test did.
 tearDown() {
-  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
-  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
-  LEASE_PIDS=
-  kill_markers
+  stop_leases
+  stop_instances
   rm -f "$TMP"/*.term "$TMP"/*.gone "$TMP"/*.lease
   rs_cleanup
 }
@@ -312,16 +308,16 @@ test_prog_leftovers_stopped() {
   assertEquals "released" "" "$(holder "$ns" lk)"
 }
 
-# start_copy ID NS [RS-APPLY FLAGS]: rs-queue plus rs-lease over the
-# pipeline, with the state directory $TMP/ID; the rs-lease pid in LEASE_PID.
+# start_copy ID NS [RS-APPLY FLAGS]: an instance (lib.sh start_instance)
+# under leader election for the Lease NS/rs-controller, default timings;
+# the rs-lease pid in LEASE_PID.
 start_copy() {
-  _d=$TMP/$1
-  mkdir -p "$_d"; chmod 0700 "$_d"
-  rs_bg env RS_STATE_DIR="$_d" rs-queue serve --socket "$_d/queue.sock" 2>"$_d/queue.log"
-  wait_for 10 test -S "$_d/queue.sock" || return 1
-  RS_STATE_DIR=$_d lease_bg "$1" "$2" rs-controller sh -c \
-    "rs-watch replicasets pods 2>$_d/watch.log | rs-sync -v 2 2>$_d/sync.log | rs-apply -v 2 ${3:-} 2>$_d/apply.log"
+  LNS=$2 SHARD_GROUP=rs-controller INSTANCE_LEADER=1 INSTANCE_TIMING= \
+    INSTANCE_APPLY_FLAGS="-v 2 ${3:-}" start_instance "$1" || return 1
+  LEASE_PID=$(cat "$TMP/$1/lease.pid")
 }
+# started ID: its pipeline's stages are started.
+started() { grep -q '^rs-pipeline: started: ' "$TMP/$1/pipeline.log"; }
 
 # prog_group PID: the process group of prog under rs-lease PID (the
 # guard's child).
@@ -346,7 +342,7 @@ test_controller_under_two_copies() {
   assertTrue "one copy holds the lease" "wait_for 15 holder_set $ns rs-controller"
   lead=$(holder "$ns" rs-controller)
   if [ "$lead" = c1 ]; then other=c2 lp=$p1; else other=c1 lp=$p2; fi
-  assertTrue "the leader's pipeline runs" "wait_for 10 test -e $TMP/$lead/apply.log"
+  assertTrue "the leader's pipeline runs" "wait_for 10 started $lead"
   grp=$(prog_group "$lp")
   assertNotNull "the leader's prog group" "$grp"
   make_rs "$ns" web 40
@@ -356,14 +352,14 @@ test_controller_under_two_copies() {
   made=$(count_live "$ns" app=web)
   echo "the leader killed with $made of 40 pods made"
   assertTrue "killed in the middle of the scale-up ($made of 40 made)" "[ $made -ge 6 ] && [ $made -lt 40 ]"
-  assertContains "the leader created them" "$(cat "$TMP/$lead/apply.log")" "creating"
-  assertFalse "the other's rs-apply never started" "test -e $TMP/$other/apply.log"
+  assertContains "the leader created them" "$(grep 'rs-apply\]' "$TMP/$lead/pipeline.log")" "creating"
+  assertFalse "the other's rs-apply never started" "started $other"
   assertTrue "the other copy takes over" "wait_for 30 holder_is $ns rs-controller $other"
   assertTrue "40 pods" "wait_for 60 count_live_is $ns app=web 40"
   sleep 3
   assertEquals "exactly 40 pods" 40 "$(count_live "$ns" app=web)"
   assertEquals "no pod created twice" 40 "$(pod_adds "$ns")"
-  assertContains "the new leader created the rest" "$(cat "$TMP/$other/apply.log")" "creating"
+  assertContains "the new leader created the rest" "$(grep 'rs-apply\]' "$TMP/$other/pipeline.log")" "creating"
 }
 
 . "$SHUNIT2"

@@ -144,7 +144,15 @@ oneTimeTearDown() {
 # rs-watch records every pod event in $TMP/pods.ndjson (see pod_adds).
 # RS_RELAY, when set, is a command put between rs-watch and rs-sync. The
 # pipeline's rs-watch reads pods in protobuf, as rs-pipeline's does.
+# With RS_TEST_INSTANCES=N (N > 1), N sharded instances instead
+# (start_instances), the same recorder beside them.
 start_controller() {
+  if sharded; then
+    [ -z "${RS_RELAY:-}" ] || { echo "start_controller: RS_RELAY with RS_TEST_INSTANCES" >&2; return 1; }
+    rs_bg rs-watch pods >"$TMP/pods.ndjson" 2>"$TMP/podwatch.log"
+    INSTANCE_APPLY_FLAGS="-v 2 $*" start_instances "$RS_TEST_INSTANCES" i
+    return
+  fi
   RS_QUEUE_SOCK=$RS_STATE_DIR/queue.sock
   rs_bg rs-queue serve --socket "$RS_QUEUE_SOCK" 2>"$TMP/queue.log"
   wait_for 10 test -S "$RS_QUEUE_SOCK" || { echo "rs-queue did not start" >&2; return 1; }
@@ -162,15 +170,17 @@ start_controller() {
 # pipeline_logs: the last lines of each stage's log, on stderr: what a test
 # prints when the pipeline did not come up, since CI keeps no files.
 pipeline_logs() {
-  for _f in queue podwatch watch sync apply metrics; do
+  for _f in queue podwatch watch sync apply metrics $(cd "$TMP" && ls -d */ 2>/dev/null | sed 's|/$|/pipeline|'); do
     [ -s "$TMP/$_f.log" ] || continue
     echo "--- $_f.log" >&2
     tail -15 "$TMP/$_f.log" >&2
   done
 }
 
-# stop_controller: the pipeline's process group, the queue, the recorder.
+# stop_controller: the pipeline's process group, the queue, the recorder;
+# or the instances.
 stop_controller() {
+  stop_instances
   for g in ${RS_PGIDS:-}; do kill -TERM -- "-$g" 2>/dev/null; done
   for g in ${RS_PGIDS:-}; do
     wait_for 10 sh -c "! kill -0 -- -$g 2>/dev/null" && continue
@@ -181,6 +191,129 @@ stop_controller() {
   done
   RS_PGIDS=
   rs_cleanup
+}
+
+# stop_leases: TERM to each rs-lease of $LEASE_PIDS, waited for, and the
+# marker progs they left (kill_markers).
+LEASE_PIDS=
+stop_leases() {
+  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
+  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
+  LEASE_PIDS=
+  kill_markers
+}
+
+# --- sharded instances (doc/sharding.md) ------------------------------------
+# An instance is what a pod of its own would run: rs-queue and
+# service/rs-pipeline with RS_SHARDS, that is rs-lease --shards over
+# rs-watch | rs-sync | rs-apply. Every instance of a group is in the lease
+# namespace $LNS, group $SHARD_GROUP, $SHARD_B buckets, short timings
+# ($SHARD_TIMING): lease 4 s, renew deadline 3 s, retry 1 s.
+# RS_TEST_INSTANCES=N makes start_controller (e2e.sh) and e2e_rc.sh run N
+# instances of each controller instead of one pipeline.
+RS_TEST_INSTANCES=${RS_TEST_INSTANCES:-1}
+sharded() { [ "$RS_TEST_INSTANCES" -gt 1 ]; }
+SHARD_B=${SHARD_B:-32}
+SHARD_GROUP=${SHARD_GROUP:-grp}
+LEASE_DUR=4 RENEW=3
+SHARD_TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadline ${RENEW}s --leader-elect-retry-period 1s --kill-after 1s"
+INSTANCE_APPLY_FLAGS=${INSTANCE_APPLY_FLAGS:--v 4 --kube-api-qps 50 --kube-api-burst 50}
+INSTANCES= LNS=
+
+# descendants PID: every process under PID, deepest last.
+descendants() {
+  for _c in $(ps -o pid= --ppid "$1"); do echo "$_c"; descendants "$_c"; done
+}
+
+# start_instance ID [KUBECONFIG]: an instance with its state in
+# $TMP/ID/state, every log in $TMP/ID/pipeline.log, its intents in
+# $TMP/ID/intents.ndjson. RS_KIND and RS_QUEUE_NAME (rs-queue --name)
+# choose the controller (the ReplicaSet one by default). INSTANCE_LEADER=1:
+# a copy under leader election (the Lease $SHARD_GROUP) rather than a
+# shard; INSTANCE_TIMING: rs-lease's timings ($SHARD_TIMING when unset,
+# rs-lease's defaults when empty).
+start_instance() {
+  local shards=$SHARD_B
+  [ -n "${INSTANCE_LEADER:-}" ] && shards=
+  _d=$TMP/$1
+  mkdir -p "$_d/state"; chmod 0700 "$_d/state"
+  RS_STATE_DIR=$_d/state rs-queue serve --socket "$_d/state/queue.sock" \
+    ${RS_QUEUE_NAME:+--name "$RS_QUEUE_NAME"} 2>"$_d/queue.log" &
+  echo $! >"$_d/queue.pid"
+  wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
+  KUBECONFIG=${2:-$KUBECONFIG} RS_KIND=${RS_KIND:-ReplicaSet} RS_STATE_DIR=$_d/state RS_SHARDS=$shards RS_LEADER_ELECT=${INSTANCE_LEADER:-0} \
+  RS_LEASE_NAME=$SHARD_GROUP RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 ${INSTANCE_TIMING-$SHARD_TIMING}" \
+  RS_WATCH_FLAGS="-v 1" RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$INSTANCE_APPLY_FLAGS" RS_STOP_GRACE=5 \
+  RS_RECORD_INTENTS=$_d/intents.ndjson \
+    "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
+  echo $! >"$_d/lease.pid"
+  INSTANCES="$INSTANCES $1"
+}
+
+# start_instances N PREFIX: instances PREFIX1 .. PREFIXN in a fresh lease
+# namespace (unless $LNS is set), then waits until the buckets split
+# fairly, so that no rebalance restarts a pipeline in the middle of a test.
+start_instances() {
+  local i ids=
+  [ -n "$LNS" ] || LNS=$(new_ns shard) || return 1
+  for i in $(seq 1 "$1"); do
+    start_instance "$2$i" || return 1
+    ids="$ids $2$i"
+  done
+  wait_for 60 fair_split $ids || { echo "start_instances: no fair split of $SHARD_B buckets over$ids" >&2; return 1; }
+}
+
+# stop_instances: TERM to each instance's rs-lease (which stops its
+# pipeline and releases), then to its rs-queue.
+stop_instances() {
+  local pid i
+  for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
+  for i in $INSTANCES; do
+    pid=$(cat "$TMP/$i/lease.pid")
+    wait_for 20 dead "$pid" ||
+      kill -KILL "$pid" $(descendants "$pid") 2>/dev/null
+    kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  done
+  INSTANCES=
+}
+
+# kill_instance ID: kill -9 of its rs-lease, everything under it and its
+# rs-queue, all at once, as when its pod's node dies.
+kill_instance() {
+  _l=$(cat "$TMP/$1/lease.pid")
+  _all="$_l $(descendants "$_l") $(cat "$TMP/$1/queue.pid")"
+  disown "$_l" 2>/dev/null; disown "$(cat "$TMP/$1/queue.pid")" 2>/dev/null
+  # shellcheck disable=SC2086
+  kill -KILL $_all 2>/dev/null
+  INSTANCES=$(echo " $INSTANCES " | sed "s/ $1 / /")
+}
+
+# held FILE: the buckets in a shard file ($TMP/FILE.json, or
+# $TMP/ID/state/shards.json for an instance ID), one line; nheld: how many.
+shard_file() { if [ -d "$TMP/$1/state" ]; then echo "$TMP/$1/state/shards.json"; else echo "$TMP/$1.json"; fi; }
+held() { jq -r '.held | map(tostring) | join(" ")' "$(shard_file "$1")" 2>/dev/null; }
+nheld() { jq -r '.held | length' "$(shard_file "$1")" 2>/dev/null || echo 0; }
+nheld_is() { [ "$(nheld "$1")" = "$2" ]; }
+# split_ok B ID...: every bucket in exactly one shard file.
+split_ok() {
+  _b=$1; shift
+  for _i in "$@"; do held "$_i"; echo; done | tr ' ' '\n' | sed '/^$/d' | sort -n >"$TMP/split"
+  [ "$(wc -l <"$TMP/split")" -eq "$_b" ] && [ "$(sort -u -n "$TMP/split" | wc -l)" -eq "$_b" ] &&
+    [ "$(head -1 "$TMP/split")" = 0 ] && [ "$(tail -1 "$TMP/split")" = $((_b - 1)) ]
+}
+# fair_split ID...: every bucket held once, at least B/N each.
+fair_split() {
+  split_ok "$SHARD_B" "$@" || return 1
+  for _i in "$@"; do
+    [ "$(nheld "$_i")" -ge $(( SHARD_B / $# )) ] || return 1
+  done
+}
+# instance_intents PREFIX: the intents every instance PREFIX* recorded.
+instance_intents() { cat "$TMP/$1"[0-9]*/intents.ndjson; }
+# recorded_intents: the intents start_controller's pipeline or instances
+# recorded; false when there is no record (deb.sh's controller, under s6).
+recorded_intents() {
+  if sharded; then instance_intents i; else cat "$TMP/intents.ndjson" 2>/dev/null; fi
 }
 
 # pod_adds NS: how many pods of NS the recorder saw ADDED so far.

@@ -2,7 +2,7 @@
 # API servers: rs-watch --shard-selector with the ShardedListAndWatch gate
 # on (the shared test cluster: tests/env/cluster's default) and off (a
 # cluster of this suite's own, RS_CLUSTER_SHARDING=0), and rs-apply's fence
-# file. What is in the shard is computed here, in Python, apart from
+# file; rs-metrics' shard figures of two instances. What is in the shard is computed here, in Python, apart from
 # libcommon/shard.c: FNV-1a 64 of the namespace, bucket i of B covering
 # [floor(i * 2^64 / B), floor((i+1) * 2^64 / B)).
 . "$(dirname "$0")/lib.sh"
@@ -144,12 +144,14 @@ off_cluster() {
 }
 
 oneTimeTearDown() {
+  stop_instances
   rs_cleanup
   [ -n "$OFF" ] && "$CLUSTER" down "$OFF" >/dev/null 2>&1
   return 0
 }
 
 tearDown() {
+  stop_instances
   rs_cleanup
   [ -n "${SHARED_KUBECONFIG:-}" ] && KUBECONFIG=$SHARED_KUBECONFIG
   return 0
@@ -592,6 +594,73 @@ test_two_b_at_once_never_both_act() {
   assertTrue "and stays so" one_b_holds
   assertEquals "the two progs never ran at once" "" "$(overlap four two)"
   assertTrue "a prog ran" "[ -s $TMP/b.four.spans ] || [ -s $TMP/b.two.spans ]"
+}
+
+# --- rs-metrics, per instance -----------------------------------------------
+
+# rs_keys_in I...: the ReplicaSets of the cluster whose namespace falls in
+# one of the buckets I... of $B: the keys an instance holding them has.
+rs_keys_in() {
+  kubectl get rs -A -o jsonpath='{range .items[*]}{.metadata.namespace}{"\n"}{end}' >"$TMP/rs.ns"
+  # shellcheck disable=SC2046
+  shardpy bucket $B $(cat "$TMP/rs.ns") | awk -v held=" $* " \
+    'index(held, " " $2 " ") { n++ } END { print n + 0 }'
+}
+# figure URL SERIES: one series of that rs-metrics' /metrics ("none").
+figure() { MURL=$1 scrape "$TMP/scrape"; value "$TMP/scrape" "$2"; }
+figure_is() { [ "$(figure "$1" "$2")" = "$3" ]; }
+# bucket_series URL: the buckets of its rs_shard_bucket_held series, one line.
+bucket_series() {
+  MURL=$1 scrape "$TMP/scrape"
+  sed -n 's/^rs_shard_bucket_held{bucket="\([0-9]*\)"} 1$/\1/p' "$TMP/scrape" | sort -n | tr '\n' ' ' | sed 's/ $//'
+}
+
+# Two instances, each with its rs-metrics: the buckets held (the count and
+# which) and the rebalances, as the shard files say; the keys the first
+# gained when it held all 8, those it dropped when the second joined (the
+# ReplicaSets of the cluster in the buckets it gave up), and those the
+# second gained; rs_shard_keys, the keys held now. The expected figures
+# come from the cluster's ReplicaSets and the Python hash, not from the
+# controller.
+test_metrics_of_two_instances() {
+  need_cluster || return
+  local all g1 d1 g2 h1 h2
+  SHARD_B=$B LNS=$(new_ns shard)
+  objects mk || { fail "unable to make the objects"; return; }
+  start_instance m1
+  assertTrue "m1 holds all $B buckets" "wait_for 30 nheld_is m1 $B"
+  metrics_start --state-dir "$TMP/m1/state" --stages "" || { fail "rs-metrics of m1"; return; }
+  u1=$MURL
+  all=$(rs_keys_in $(seq 0 $((B - 1))))
+  assertTrue "m1 synced: rs_shard_keys $all" "wait_for 60 figure_is $u1 rs_shard_keys $all"
+  assertEquals "rs_shard_buckets" "$B" "$(figure "$u1" rs_shard_buckets)"
+  assertEquals "m1's rs_shard_buckets_held" "$B" "$(figure "$u1" rs_shard_buckets_held)"
+  assertEquals "m1's buckets, one series each" "$(seq 0 $((B - 1)) | tr '\n' ' ' | sed 's/ $//')" "$(bucket_series "$u1")"
+  assertEquals "m1's rebalances" 0 "$(figure "$u1" rs_shard_rebalances_total)"
+  assertEquals "m1 gained every key at its start" "$all" "$(figure "$u1" rs_shard_keys_gained_total)"
+  assertEquals "m1 dropped none" 0 "$(figure "$u1" rs_shard_keys_dropped_total)"
+
+  start_instance m2
+  assertTrue "4 buckets each" "wait_for 60 fair_split m1 m2"
+  h1=$(held m1) h2=$(held m2)
+  metrics_start --state-dir "$TMP/m2/state" --stages "" || { fail "rs-metrics of m2"; return; }
+  u2=$MURL
+  d1=$(rs_keys_in $h2) g2=$d1
+  echo "m1 holds $h1, m2 $h2; $all keys, $d1 of them in m2's buckets"
+  assertTrue "m1 synced again: rs_shard_keys $((all - d1))" "wait_for 60 figure_is $u1 rs_shard_keys $((all - d1))"
+  assertTrue "m2 synced: rs_shard_keys $g2" "wait_for 60 figure_is $u2 rs_shard_keys $g2"
+  assertEquals "m1's buckets" "$h1" "$(bucket_series "$u1")"
+  assertEquals "m2's buckets" "$h2" "$(bucket_series "$u2")"
+  assertEquals "m1's rs_shard_buckets_held" 4 "$(figure "$u1" rs_shard_buckets_held)"
+  assertEquals "m2's rs_shard_buckets_held" 4 "$(figure "$u2" rs_shard_buckets_held)"
+  g1=$(jq .generation "$TMP/m1/state/shards.json")
+  assertTrue "m1 rebalanced ($g1 generations)" "[ $g1 -ge 2 ]"
+  assertEquals "m1's rebalances: its shard file's generations less one" $((g1 - 1)) "$(figure "$u1" rs_shard_rebalances_total)"
+  assertEquals "m1 dropped the keys of m2's buckets" "$d1" "$(figure "$u1" rs_shard_keys_dropped_total)"
+  assertEquals "m1 gained nothing more" "$all" "$(figure "$u1" rs_shard_keys_gained_total)"
+  assertEquals "m2 gained the keys of its buckets" "$g2" "$(figure "$u2" rs_shard_keys_gained_total)"
+  assertEquals "m2 dropped none" 0 "$(figure "$u2" rs_shard_keys_dropped_total)"
+  assertTrue "some keys moved, or the test says nothing" "[ $d1 -gt 0 ] && [ $d1 -lt $all ]"
 }
 
 . "$SHUNIT2"

@@ -19,12 +19,8 @@
 SHARD_INSTANCES=${SHARD_INSTANCES:-3}
 SHARD_NS=${SHARD_NS:-60}
 SHARD_RS_PER_NS=${SHARD_RS_PER_NS:-5}
-SHARD_B=${SHARD_B:-32}
-LEASE_DUR=4 RENEW=3
-TIMING="--leader-elect-lease-duration ${LEASE_DUR}s --leader-elect-renew-deadline ${RENEW}s --leader-elect-retry-period 1s --kill-after 1s"
-GROUP=grp
-LEASE_PIDS=
-
+# lib.sh: SHARD_B (32), SHARD_GROUP, SHARD_TIMING, LEASE_DUR, RENEW, the
+# instances (start_instance) and the shard files (held, split_ok).
 
 # sprog.sh DIR: appends the shard file it was started with to DIR.starts,
 # its pid to DIR.pid, then sleeps.
@@ -36,19 +32,15 @@ shard_bg() {
   _id=$1 _ns=$2 _b=$3; shift 3
   # shellcheck disable=SC2086
   rs-lease -v 1 --lease-namespace "$_ns" --identity "$_id" --shards "$_b" \
-    --shard-file "$TMP/$_id.json" --fence "$TMP/$_id.fence" $TIMING "$@" \
-    "$GROUP" sh "$TMP/sprog.sh" "$TMP/$_id" 2>"$TMP/$_id.log" &
+    --shard-file "$TMP/$_id.json" --fence "$TMP/$_id.fence" $SHARD_TIMING "$@" \
+    "$SHARD_GROUP" sh "$TMP/sprog.sh" "$TMP/$_id" 2>"$TMP/$_id.log" &
   LEASE_PID=$!
   LEASE_PIDS="$LEASE_PIDS $LEASE_PID"
 }
 
-# held ID: the buckets in ID's shard file, one line.
-held() { jq -r '.held | map(tostring) | join(" ")' "$TMP/$1.json" 2>/dev/null; }
-nheld() { jq -r '.held | length' "$TMP/$1.json" 2>/dev/null || echo 0; }
-nheld_is() { [ "$(nheld "$1")" = "$2" ]; }
 # lease_holders NS: "BUCKET HOLDER" a bucket Lease of the group.
 lease_holders() {
-  kubectl -n "$1" get leases -l "rs-controller.io/shard-group=$GROUP" -o json |
+  kubectl -n "$1" get leases -l "rs-controller.io/shard-group=$SHARD_GROUP" -o json |
     jq -r '.items[] | select(.metadata.name | test("-b-")) |
       "\(.metadata.name | sub(".*-b-"; "") | tonumber) \(.spec.holderIdentity // "")"'
 }
@@ -57,13 +49,6 @@ leases_held_by() { lease_holders "$1" | awk -v h="$2" '$2 == h { n++ } END { pri
 fence_nonzero() {
   od -An -v -j 64 -td8 -w8 "$TMP/$1.fence" | awk '$1 != 0 { printf "%s%d", s, NR - 1; s = " " }'
 }
-# split_ok B ID...: every bucket in exactly one shard file.
-split_ok() {
-  _b=$1; shift
-  for _i in "$@"; do held "$_i"; echo; done | tr ' ' '\n' | sed '/^$/d' | sort -n >"$TMP/split"
-  [ "$(wc -l <"$TMP/split")" -eq "$_b" ] && [ "$(sort -u -n "$TMP/split" | wc -l)" -eq "$_b" ] &&
-    [ "$(head -1 "$TMP/split")" = 0 ] && [ "$(tail -1 "$TMP/split")" = $((_b - 1)) ]
-}
 all_have() {  # all_have N ID...: each shard file holds N buckets
   _n=$1; shift
   for _i in "$@"; do nheld_is "$_i" "$_n" || return 1; done
@@ -71,10 +56,7 @@ all_have() {  # all_have N ID...: each shard file holds N buckets
 starts() { grep -c '"generation"' "$TMP/$1.starts" 2>/dev/null || echo 0; }
 
 tearDown() {
-  for p in $LEASE_PIDS; do kill -TERM "$p" 2>/dev/null; done
-  for p in $LEASE_PIDS; do wait "$p" 2>/dev/null; done
-  LEASE_PIDS=
-  kill_markers
+  stop_leases
   rm -f "$TMP"/*.starts "$TMP"/*.json "$TMP"/*.fence
   stop_instances
   rs_cleanup
@@ -129,9 +111,9 @@ test_split_and_files() {
   # The selector in the file is the held set's, as libcommon/shard makes it.
   sel=$(jq -r .selector "$TMP/a.json")
   assertContains "a's selector" "$sel" "shardRange(object.metadata.namespace, '0x"
-  assertEquals "3 members" 3 "$(kubectl -n "$ns" get leases -l rs-controller.io/shard-group=$GROUP \
+  assertEquals "3 members" 3 "$(kubectl -n "$ns" get leases -l rs-controller.io/shard-group=$SHARD_GROUP \
     -o name | grep -c -- "-m-")"
-  out=$(rs-lease --lease-namespace "$ns" --list "$GROUP")
+  out=$(rs-lease --lease-namespace "$ns" --list "$SHARD_GROUP")
   assertEquals "--list: 12 buckets" 12 "$(echo "$out" | grep -c '^bucket ')"
   assertEquals "--list: 3 live members" 3 "$(echo "$out" | grep -c '^member .* live ')"
   assertEquals "--list: a holds 4" 4 "$(echo "$out" | grep -c '^bucket [0-9]* a live ')"
@@ -201,7 +183,7 @@ test_no_bucket_no_prog() {
   wait "$pa"; rc=$?
   assertEquals "TERM: exit 0" 0 "$rc"
   assertTrue "a's prog stopped" "dead $aprog"
-  assertContains "a released its bucket" "$(cat "$TMP/a.log")" "released lease $ns/$GROUP-b-"
+  assertContains "a released its bucket" "$(cat "$TMP/a.log")" "released lease $ns/$SHARD_GROUP-b-"
   assertTrue "c takes it" "wait_for 15 test -s $TMP/c.pid"
   dt=$(( $(now_ms) - t0 ))
   assertTrue "released: taken before the lease would expire ($dt ms)" "[ $dt -lt $(( LEASE_DUR * 1000 )) ]"
@@ -216,73 +198,25 @@ test_stale_member_deleted() {
 apiVersion: coordination.k8s.io/v1
 kind: Lease
 metadata:
-  name: $GROUP-m-00000000deadbeef
-  labels: {rs-controller.io/shard-group: $GROUP}
+  name: $SHARD_GROUP-m-00000000deadbeef
+  labels: {rs-controller.io/shard-group: $SHARD_GROUP}
 spec: {holderIdentity: ghost, leaseDurationSeconds: 1}
 YAML
   shard_bg a "$ns" 4
   assertTrue "a holds all 4 (the ghost expired)" "wait_for 20 all_have 4 a"
   assertTrue "the ghost's Lease is deleted" \
-    "wait_for 30 sh -c '! kubectl -n $ns get lease $GROUP-m-00000000deadbeef'"
+    "wait_for 30 sh -c '! kubectl -n $ns get lease $SHARD_GROUP-m-00000000deadbeef'"
   assertContains "a says so" "$(cat "$TMP/a.log")" "deleting the stale member lease"
   assertTrue "a's own member Lease stays" \
-    "kubectl -n $ns get leases -l rs-controller.io/shard-group=$GROUP -o name | grep -q -- -m-"
+    "kubectl -n $ns get leases -l rs-controller.io/shard-group=$SHARD_GROUP -o name | grep -q -- -m-"
 }
 
 # --- the controller, sharded ------------------------------------------------
 
-INSTANCES=
 RUN=
-# stop_instances: TERM to each instance's rs-lease (which stops its
-# pipeline and releases), then to its rs-queue.
-stop_instances() {
-  for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
-  local pid
-  for i in $INSTANCES; do
-    pid=$(cat "$TMP/$i/lease.pid")
-    wait_for 20 dead "$pid" ||
-      kill -KILL "$pid" $(descendants "$pid") 2>/dev/null
-    kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
-  done
-  INSTANCES=
-}
 FAULTPROXY=${FAULTPROXY:-$RS_BIN/../test/faultproxy}
 [ -x "$FAULTPROXY" ] || FAULTPROXY=$top/build/test/faultproxy
-APPLY_FLAGS=${SHARD_APPLY_FLAGS:--v 4 --kube-api-qps 50 --kube-api-burst 50}
-
-# descendants PID: every process under PID, deepest last.
-descendants() {
-  for _c in $(ps -o pid= --ppid "$1"); do echo "$_c"; descendants "$_c"; done
-}
-
-# start_instance ID [KUBECONFIG]: an instance as a pod of its own would be:
-# rs-queue and service/rs-pipeline with RS_SHARDS (so rs-lease --shards
-# over rs-watch | rs-sync | rs-apply), state in $TMP/ID/state, every log
-# in $TMP/ID/pipeline.log.
-start_instance() {
-  _d=$TMP/$1
-  mkdir -p "$_d/state"; chmod 0700 "$_d/state"
-  RS_STATE_DIR=$_d/state rs-queue serve --socket "$_d/state/queue.sock" 2>"$_d/queue.log" &
-  echo $! >"$_d/queue.pid"
-  wait_for 10 test -S "$_d/state/queue.sock" || { echo "rs-queue of $1 did not start" >&2; return 1; }
-  KUBECONFIG=${2:-$KUBECONFIG} RS_STATE_DIR=$_d/state RS_SHARDS=$SHARD_B RS_LEASE_NAME=$GROUP \
-  RS_LEASE_FLAGS="-v 1 --lease-namespace $LNS --identity $1 $TIMING" \
-  RS_WATCH_FLAGS="-v 1" RS_SYNC_FLAGS="-v 2" RS_APPLY_FLAGS="$APPLY_FLAGS" RS_STOP_GRACE=5 \
-    "${SHARD_PIPELINE:-$top/service/rs-pipeline}" 2>"$_d/pipeline.log" &
-  echo $! >"$_d/lease.pid"
-  INSTANCES="$INSTANCES $1"
-}
-
-# kill_instance ID: kill -9 of its rs-lease, everything under it and its
-# rs-queue, all at once, as when its pod's node dies.
-kill_instance() {
-  _l=$(cat "$TMP/$1/lease.pid")
-  _all="$_l $(descendants "$_l") $(cat "$TMP/$1/queue.pid")"
-  disown "$_l" 2>/dev/null; disown "$(cat "$TMP/$1/queue.pid")" 2>/dev/null
-  # shellcheck disable=SC2086
-  kill -KILL $_all 2>/dev/null
-  INSTANCES=$(echo " $INSTANCES " | sed "s/ $1 / /")
-}
+INSTANCE_APPLY_FLAGS=${SHARD_APPLY_FLAGS:-$INSTANCE_APPLY_FLAGS}
 
 # make_load N R: N namespaces of R ReplicaSets with 2 replicas each, their
 # pods labelled run=$RUN; the namespaces in NSES.
@@ -371,8 +305,7 @@ test_controller_sharded() {
   assertTrue "still exact" "exact 2 $total"
   assertEquals "each pod created once" "$total" "$(created)"
   assertEquals "none deleted" 0 "$(deleted)"
-  files=$(for i in $ALL_INSTANCES; do printf '%s ' "$i/state/shards"; done)
-  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $files"
+  assertTrue "the buckets split between the instances" "split_ok $SHARD_B $ALL_INSTANCES"
   for i in $ALL_INSTANCES; do
     assertContains "$i created pods" "$(cat "$TMP/$i/pipeline.log")" "created pod "
   done
@@ -409,29 +342,19 @@ start_all() {
   NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
   wait_for $(( 60 + NRS / 5 )) exact 2 $(( NRS * 2 ))
 }
-fair_split() {  # fair_split ID...: every bucket held once, at least B/N each
-  all_files_cover "$@" || return 1
-  for _i in "$@"; do
-    [ "$(nheld "$_i/state/shards")" -ge $(( SHARD_B / $# )) ] || return 1
-  done
-}
-all_files_cover() {  # all_files_cover ID...: their shard files split all buckets
-  split_ok "$SHARD_B" $(for i in "$@"; do printf '%s ' "$i/state/shards"; done)
-}
-
 # kill -9 of an instance in the middle of a scale-up (rs-apply slowed to
 # make it last): its buckets move to the others, which finish the work:
 # exact counts, no pod created twice, none deleted.
 test_controller_kill9() {
   need_cluster || return
-  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  INSTANCE_APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
   start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
   scale_all 4
   sleep 2
   assertContains "i1 is creating" "$(cat "$TMP/i1/pipeline.log")" "too few replicas"
   t0=$(now_ms)
   kill_instance i1
-  assertTrue "i2 and i3 own every bucket" "wait_for 30 all_files_cover i2 i3"
+  assertTrue "i2 and i3 own every bucket" "wait_for 30 split_ok $SHARD_B i2 i3"
   echo "buckets of the killed instance moved in $(( $(now_ms) - t0 )) ms"
   assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
   sleep 3
@@ -446,13 +369,13 @@ test_controller_kill9() {
 # created twice.
 test_controller_join() {
   need_cluster || return
-  APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
+  INSTANCE_APPLY_FLAGS="-v 4 --kube-api-qps 10 --kube-api-burst 10"
   start_all 3 || { fail "the instances and the load did not come up"; pipeline_logs; return; }
   scale_all 4
   start_instance i4
   ALL_INSTANCES="$ALL_INSTANCES i4"
-  assertTrue "four instances own every bucket" "wait_for 30 all_files_cover i1 i2 i3 i4"
-  assertTrue "8 each" "wait_for 10 all_have 8 i1/state/shards i2/state/shards i3/state/shards i4/state/shards"
+  assertTrue "four instances own every bucket" "wait_for 30 split_ok $SHARD_B i1 i2 i3 i4"
+  assertTrue "8 each" "wait_for 10 all_have 8 i1 i2 i3 i4"
   assertTrue "every ReplicaSet has 4 pods" "wait_for $(( 90 + NRS / 2 )) exact 4 $(( NRS * 4 ))"
   sleep 3
   assertTrue "still exact" "exact 4 $(( NRS * 4 ))"
@@ -491,13 +414,13 @@ start_cut_off() {
   start_proxy || { echo "faultproxy did not start" >&2; return 1; }
   LNS=$(new_ns shard)
   start_recorder
-  APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
+  INSTANCE_APPLY_FLAGS="-v 4 --kube-api-qps 50 --kube-api-burst 50"
   start_instance i1 && start_instance i2 || return 1
   # -v 5: each write the fence lets through is logged as it leaves
-  APPLY_FLAGS="-v 5 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
+  INSTANCE_APPLY_FLAGS="-v 5 --kube-api-qps $1 --kube-api-burst $1 --kubeconfig $KUBECONFIG"
   start_instance i3 "$TMP/proxy.kubeconfig" || return 1
   ALL_INSTANCES="i1 i2 i3"
-  wait_for 30 all_files_cover i1 i2 i3 || { echo "no split" >&2; return 1; }
+  wait_for 30 split_ok $SHARD_B i1 i2 i3 || { echo "no split" >&2; return 1; }
   make_load "$SHARD_NS" "$SHARD_RS_PER_NS" || return 1
   NRS=$(( SHARD_NS * SHARD_RS_PER_NS ))
   wait_for $(( 60 + NRS )) exact 2 $(( NRS * 2 )) || { echo "2 pods each: no" >&2; return 1; }
@@ -563,7 +486,7 @@ test_controller_partition() {
   lost=$(i3_since $from | awk '/lost bucket.*renew deadline/ { f = 1 } f && /^I.* rs-lease\]/ { print; exit }')
   deadline=$(log_ms "$lost")
   echo "i3's renew deadline passed $(( deadline - t0 )) ms after the drop"
-  assertTrue "i2 and i1 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  assertTrue "i2 and i1 own every bucket" "wait_for 30 split_ok $SHARD_B i1 i2"
   taken=$(now_ms)
   assertTrue "taken no sooner than the lease duration after the deadline's renewal ($(( taken - deadline )) ms)" \
     "[ $(( taken - deadline )) -ge $(( (LEASE_DUR - RENEW) * 1000 - 300 )) ]"
@@ -607,7 +530,7 @@ test_controller_frozen_lease() {
   echo drop >"$TMP/proxy.ctl"
   deadline=$(fence_deadline_ms i3)
   echo "i3's fence passes $(( deadline - $(now_ms) )) ms after rs-lease was frozen"
-  assertTrue "i1 and i2 own every bucket" "wait_for 30 all_files_cover i1 i2"
+  assertTrue "i1 and i2 own every bucket" "wait_for 30 split_ok $SHARD_B i1 i2"
   assertTrue "every ReplicaSet has 5 pods" "wait_for $(( 90 + NRS / 2 )) exact 5 $(( NRS * 5 ))"
   assertContains "i3's rs-apply refused writes by the fence" "$(cat "$TMP/i3/pipeline.log")" "(fence): nothing more"
   assertNotNull "i3 was writing before its fence passed" "$(i3_sent BEFORE "$deadline")"
