@@ -96,7 +96,11 @@ struct rs_kube_opts {
 	                            holds when lower) */
 };
 #define RS_KUBE_MAX_RUNNING 1024
-#define RS_KUBE_STREAMS     64
+/* kube-apiserver's own limit (--http2-max-streams-per-connection 0), which
+ * client-go fills before it dials another connection: a backlog that
+ * built up on a stalled connection then goes out on that one connection
+ * when packets flow again, with no handshake still to make. */
+#define RS_KUBE_STREAMS     100
 
 struct rs_kube;
 

@@ -40,7 +40,7 @@ USAGE
 "                           10ms; 0: every answer at its own wake-up)\n"
 "      --max-in-flight N    API requests in flight at once (default 1024)\n"
 "      --streams N          HTTP/2 streams per connection; more requests\n"
-"                           in flight open more connections (default 64)\n"
+"                           in flight open more connections (default 100)\n"
 "      --dry-run            print the requests as NDJSON lines\n"
 "                           {\"method\",\"path\",\"body\"} instead of sending\n"
 "                           them; neither rs-queue nor the expectations file\n"
