@@ -70,8 +70,8 @@ rsm_shard(FILE *f, const char *path)
 		rs_prom_sample(f, "rs_shard_bucket_held", NULL, &l, 1, 1);
 	}
 	rs_prom_head(f, "rs_shard_rebalances_total", "counter",
-	    "Times the held set changed since rs-lease started, each a "
-	    "restart of the pipeline on the new set.");
+	    "Times the held set changed since rs-lease started, from the "
+	    "empty set it starts with.");
 	rs_prom_sample(f, "rs_shard_rebalances_total", NULL, NULL, 0,
 	    (double)(gen - 1));
 	cJSON_Delete(o);

@@ -307,7 +307,9 @@ test_expectations_file_private() {
 # --- RBAC ------------------------------------------------------------------------
 
 # The least the controller needs (upstream's replicaset-controller role, plus
-# leases for leader election): resource -> verbs.
+# leases for leader election, and for shard mode, deploy/sharded's Role
+# alone, the delete of stale member Leases and of another B's): resource ->
+# verbs. tests/shell/rbac.sh checks which overlay may grant what.
 RBAC_ALLOWED='{
   "pods": ["get", "list", "watch", "create", "delete", "patch"],
   "replicasets": ["get", "list", "watch", "update", "patch"],
@@ -317,7 +319,7 @@ RBAC_ALLOWED='{
   "replicasets/finalizers": ["update"],
   "replicationcontrollers/finalizers": ["update"],
   "events": ["create", "update", "patch"],
-  "leases": ["get", "list", "watch", "create", "update", "patch"]
+  "leases": ["get", "list", "watch", "create", "update", "patch", "delete"]
 }'
 
 test_rbac_least_privilege() {
