@@ -74,36 +74,38 @@ path_bucket(const char *path)
 	return bucket_of(ns, (size_t)(end - ns));
 }
 
-/* Whether bucket b may be written now; a refusal is counted, and said.
- * At -v 5 a write let through is said too, with its time to spare: the
- * log's times then show that nothing left after a slot passed, which
- * the times of the answers cannot (tests/shell/sharding.sh). */
+/* Whether bucket b may be written now; a refusal is counted, and said. */
 static int
-allows(unsigned b, const char *method, const char *path, char *why,
-    size_t len)
+allows(unsigned b, char *why, size_t len)
 {
-	int64_t now = rs_mono_ns();
-
-	if (rs_fence_live(fence, b, now)) {
-		if (RS_V(5))
-			rs_info(5, "fence: %s %s: bucket %u held, %.1f ms to "
-			    "spare", method, path, b,
-			    (rs_fence_get(fence, b) - now) / 1e6);
+	if (rs_fence_live(fence, b, rs_mono_ns()))
 		return 1;
-	}
 	refusals[b]++;
 	snprintf(why, len, "not sent: the Lease of bucket %u is not held "
 	    "(its fence slot in %s has passed)", b, fence_path);
 	return 0;
 }
 
+/* At -v 5 a write let through is said, with its time to spare: the log's
+ * times then show that nothing left after a slot passed, which the times
+ * of the answers cannot (tests/shell/sharding.sh). */
 int
 fence_gate(void *arg, const char *method, const char *path, char *why,
     size_t len)
 {
+	unsigned b;
+
 	(void)arg;
-	return fence == NULL || strcmp(method, "GET") == 0 ||
-	    allows(path_bucket(path), method, path, why, len);
+	if (fence == NULL || strcmp(method, "GET") == 0)
+		return 1;
+	b = path_bucket(path);
+	if (!allows(b, why, len))
+		return 0;
+	if (RS_V(5))
+		rs_info(5, "fence: %s %s: bucket %u held, %.1f ms to spare",
+		    method, path, b,
+		    (rs_fence_get(fence, b) - rs_mono_ns()) / 1e6);
+	return 1;
 }
 
 void
@@ -124,8 +126,7 @@ fence_key_stopped(struct key *k)
 	if (k->fenced)
 		return 1;
 	b = key_bucket(k->name);
-	if (refusals[b] == k->fence_mark &&
-	    allows(b, "round of", k->name, why, sizeof why))
+	if (refusals[b] == k->fence_mark && allows(b, why, sizeof why))
 		return 0;
 	k->fenced = 1;
 	rs_info(2, "%s: bucket %u's Lease is not held (fence): nothing more "

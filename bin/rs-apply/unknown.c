@@ -25,6 +25,7 @@
 #include "featuregate.h"
 #include "json.h"
 #include "log.h"
+#include "ownerref.h"
 #include "selector.h"
 
 #define LOOK_FIRST 0.2          /* s: the first wait after a failed list */
@@ -57,16 +58,9 @@ selector(const cJSON *labels)
 static int
 controlled_by(const cJSON *pod, const char *uid)
 {
-	const cJSON *ref;
+	const char *ref = rs_json_str(rs_controller_ref(pod), "uid", NULL);
 
-	cJSON_ArrayForEach(ref, rs_json_get(pod, "metadata",
-	    "ownerReferences", NULL)) {
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ref,
-		    "controller")))
-			return strcmp(rs_json_str(ref, "uid", NULL) ?
-			    rs_json_str(ref, "uid", NULL) : "", uid) == 0;
-	}
-	return 0;
+	return ref != NULL && strcmp(ref, uid) == 0;
 }
 
 static void

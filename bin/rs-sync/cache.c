@@ -7,26 +7,13 @@
 #include "clock.h"
 #include "intern.h"
 #include "json.h"
+#include "ownerref.h"
 
 void
 cache_init(struct cache *c, const struct kind *k)
 {
 	memset(c, 0, sizeof *c);
 	c->kind = k;
-}
-
-/* metav1.GetControllerOf: the first ownerReference with controller: true. */
-static const cJSON *
-controller_ref(const cJSON *obj)
-{
-	const cJSON *refs = rs_json_get(obj, "metadata", "ownerReferences", NULL);
-	const cJSON *r;
-
-	cJSON_ArrayForEach(r, refs) {
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "controller")))
-			return r;
-	}
-	return NULL;
 }
 
 /* Copies strs[0..n) after each other into dst; out[i] points at each. */
@@ -161,7 +148,7 @@ ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
 {
 	const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
 	const char *name = rs_json_str(take, "metadata", "name", NULL);
-	const cJSON *ref = controller_ref(take);
+	const cJSON *ref = rs_controller_ref(take);
 	char key[512];
 	struct ctrl *r;
 	cJSON *st;
