@@ -1,8 +1,10 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "utf8.h"
@@ -128,4 +130,23 @@ char *
 rs_json_print(const cJSON *o)
 {
 	return cJSON_PrintUnformatted(o);
+}
+
+rs_code
+rs_json_load(const char *path, cJSON **out)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return RS_ENOTFOUND;
+	n = read(fd, buf, sizeof buf);
+	close(fd);
+	if (n < 0)
+		return RS_EIO;
+	if (n == 0)
+		return RS_EPARSE;
+	return rs_json_parse(buf, (size_t)n, out, NULL);
 }

@@ -24,6 +24,11 @@
  * byte offset of the error; RS_ENOMEM when an allocation failed. */
 rs_code rs_json_parse(const char *buf, size_t len, cJSON **out, size_t *where);
 
+/* The small JSON file at path (at most 64 KiB, not through a symlink),
+ * parsed: RS_ENOTFOUND when it cannot be opened, RS_EIO on a failed read,
+ * RS_EPARSE when it is not JSON (an empty file included). */
+rs_code rs_json_load(const char *path, cJSON **out);
+
 /* Walks object keys; the path ends with NULL. NULL if any step is missing. */
 const cJSON *rs_json_get(const cJSON *o, ...) __attribute__((sentinel));
 /* The string at the path, or NULL if absent or not a string. */

@@ -13,21 +13,15 @@
 #include "prom.h"
 #include "rsm.h"
 
-#define FILE_MAX 65536
-
 static cJSON *
 load(const char *path)
 {
-	char buf[FILE_MAX];
-	cJSON *o = NULL;
-	ssize_t n;
-	int fd;
+	cJSON *o;
+	rs_code rc = rs_json_load(path, &o);
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if (rc == RS_ENOTFOUND)
 		return NULL;
-	n = read(fd, buf, sizeof buf);
-	close(fd);
-	if (n <= 0 || rs_json_parse(buf, (size_t)n, &o, NULL) != RS_OK) {
+	if (rc != RS_OK) {
 		rs_info(1, "%s: not a shard file: no shard figures", path);
 		return NULL;
 	}

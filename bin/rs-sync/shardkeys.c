@@ -22,7 +22,6 @@
 #include "statedir.h"
 #include "sync.h"
 
-#define FILE_MAX 65536
 
 struct counts {
 	unsigned nb;                   /* 0: none */
@@ -41,18 +40,9 @@ static struct {
 static cJSON *
 read_json(const char *path)
 {
-	char buf[FILE_MAX];
-	cJSON *o = NULL;
-	ssize_t n;
-	int fd;
+	cJSON *o;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf);
-	close(fd);
-	if (n <= 0 || rs_json_parse(buf, (size_t)n, &o, NULL) != RS_OK)
-		return NULL;
-	return o;
+	return rs_json_load(path, &o) == RS_OK ? o : NULL;
 }
 
 /* The "held" array of o into c->held; 0 when it is not one of buckets
