@@ -14,9 +14,10 @@
  * counted from the start of the last one that did, or when a renewal
  * meets a Conflict (another wrote it) or NotFound; its fence slot is
  * zeroed at once and prog restarted without it. The LIST says nothing of
- * a held bucket: it may be older than the renewal sent beside it. A bucket given up (above the fair share) is zeroed in the
- * fence at once too, but renewed until prog is gone and only then written
- * free: no other instance may take it while prog may still act on it.
+ * a held bucket: it may be older than the renewal sent beside it. A
+ * bucket given up (above the fair share) is zeroed in the fence at once
+ * too, but renewed until prog is gone and only then written free: no
+ * other instance may take it while prog may still act on it.
  *
  * Leases of another B (the label SHARD_B_LABEL) cover other namespaces,
  * some under the names of this B's buckets: while one of their buckets is
@@ -154,8 +155,6 @@ lose(struct sh *s, unsigned i, const char *why)
 	}
 }
 
-/* The Lease of an answer (or of a LIST's item, given kind and
- * apiVersion again) becomes the base of the next PUT. */
 /* The next PUT says this B (a member Lease of an instance restarted
  * with another B is one of this B from then on). */
 static rs_code
@@ -175,6 +174,8 @@ label_b(cJSON *o, unsigned nb)
 	    RS_ENOMEM;
 }
 
+/* The Lease of an answer (or of a LIST's item, given kind and
+ * apiVersion again) becomes the base of the next PUT. */
 static rs_code
 keep(struct lz *l, const cJSON *o, struct lease_rec *rec, unsigned nb)
 {
