@@ -673,6 +673,7 @@ kreq_finish(struct kreq *r, CURLcode cc)
 		return kreq_callback_failed(r);
 	if (cc != CURLE_OK) {
 		r->resp.sent = kreq_left(r);
+		r->resp.refused = cc == CURLE_COULDNT_CONNECT;
 		rc = rs_kstatus_transport(st, cc, r->errbuf, r->k->cfg->server);
 		kreq_log(r, st->message);
 		return rc;
@@ -864,6 +865,19 @@ rs_code
 rs_kube_get_pb(struct rs_kube *k, const char *path, struct rs_kresp *resp)
 {
 	return kube_do(k, "GET", path, NULL, NULL, 0, RS_KUBE_PROTOBUF, resp);
+}
+
+rs_code
+rs_kube_ready(struct rs_kube *k, long timeout_ms)
+{
+	struct kreq r;
+	rs_code rc;
+
+	kreq_init(&r, k, "GET", RS_KUBE_READYZ, NULL, NULL, 0);
+	r.timeout_ms = timeout_ms;
+	rc = kube_perform(k, &r);
+	kreq_release(&r);
+	return rc;
 }
 
 char *

@@ -53,6 +53,9 @@ struct rs_kresp {
 	                            connection was up (a POST: after its body
 	                            began to go out). 0: surely not carried
 	                            out (no connection, refused by the gate) */
+	int refused;             /* no connection could be made (refused, no
+	                            route): nothing listens there, and trying
+	                            again costs the server nothing */
 };
 
 void rs_kresp_free(struct rs_kresp *r);
@@ -152,6 +155,15 @@ rs_code rs_kube_stream_pb(struct rs_kube *k, const char *path,
 /* A GET answered in protobuf: the body is the object in its envelope. */
 rs_code rs_kube_get_pb(struct rs_kube *k, const char *path,
     struct rs_kresp *resp);
+
+/* The server's readiness endpoint, which every authenticated client may
+ * read (system:public-info-viewer): asked to learn that a server which
+ * refused connections is back. */
+#define RS_KUBE_READYZ "/readyz"
+
+/* GET RS_KUBE_READYZ within timeout_ms, without a token of the rate
+ * limiter (a probe, not work): RS_OK when the server says it is ready. */
+rs_code rs_kube_ready(struct rs_kube *k, long timeout_ms);
 
 /* Asynchronous: queue a request; done is called from rs_kube_run with the
  * result and the response (borrowed: valid during the call only). Requests

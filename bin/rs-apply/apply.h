@@ -160,6 +160,16 @@ typedef void (*unknown_fn)(void *arg);
 void unknown_creates(struct key *k, const struct owner *o,
     const cJSON *labels, unknown_fn then, void *arg);
 
+/* reachable.c: keys failed by the server's refusals, queued again when
+ * it is ready. */
+void reach_init(void);
+/* Every request's fate (resp may be NULL): a refusal, or an answer. */
+void reach_seen(const struct rs_kresp *resp);
+/* A key's round failed: parked when the last request was refused. */
+void reach_park(const char *key);
+/* A key's next round began: parked no more. */
+void reach_taken(const char *key);
+
 /* req.c: every API request goes through here. */
 typedef void (*req_done_fn)(void *arg, rs_code rc, struct rs_kresp *resp);
 /* Sends (or, dry-run, prints) one request. done is called exactly once,
@@ -234,6 +244,8 @@ void fx_init(const struct fx_opts *o);
 /* DONE, then FORGET or RETRY, then AFTER (only without failure). */
 void fx_end(const char *key, int failed, int moved, int has_after,
     double after);
+/* ADD: the key queued again at once, past a rate-limited retry. */
+rs_code fx_add(const char *key);
 /* Holds the expectations file locked shared from the first intent on, so a
  * starting rs-sync waits for this process before it drops the records. */
 void fx_hold(void);

@@ -151,6 +151,22 @@ fx_end(const char *key, int failed, int moved, int has_after, double after)
 	 * ends of all the answers of one wake-up in one write */
 }
 
+rs_code
+fx_add(const char *key)
+{
+	rs_code rc;
+
+	if (opts.no_queue)
+		return RS_OK;
+	if (!queue_ready())
+		return RS_EIO;
+	if ((rc = rs_queue_add(queue, key)) == RS_EIO)
+		queue_lost("queueing a key again");
+	else if (rc != RS_OK)
+		rs_warn("%s: unable to queue again: %s", key, rs_strerror(rc));
+	return rc;
+}
+
 void
 fx_lower_creations(const char *key, long n)
 {

@@ -154,6 +154,8 @@ key_end(struct key *k, struct intent *in)
 	if (!app.dry_run)
 		fx_end(k->name, k->failed, k->moved > 0, in->has_requeue,
 		    in->requeue_after);
+	if (k->failed)
+		reach_park(k->name);
 	latency_end(k, in);
 	round_reset(k);
 }
@@ -308,8 +310,10 @@ keys_feed(struct intent *in)
 	if (open_key != NULL && strcmp(open_key->name, in->key) != 0)
 		close_open(in->lineno, "intents of");
 	k = key_get(in->key);
-	if (open_key == NULL && k->head == NULL && !k->running)
+	if (open_key == NULL && k->head == NULL && !k->running) {
 		rs_info(4, "%s: intents start at line %lu", k->name, in->lineno);
+		reach_taken(k->name);
+	}
 	open_key = in->op == OP_END ? NULL : k;
 	key_push(k, in);
 	key_run(k);

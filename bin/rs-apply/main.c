@@ -367,6 +367,7 @@ main(int argc, char **argv)
 		rs_kube_set_gate(app.kube, fence_gate, NULL);
 	keys_init();
 	events_init();
+	reach_init();
 	if ((rc = rs_line_reader_init(&input, STDIN_FILENO, 0)) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", rs_strerror(rc));
 	run();

@@ -59,6 +59,7 @@ req_finish(struct req *r, rs_code rc, struct rs_kresp *resp)
 		    (rs_mono_ns() - r->start_ns) / 1e6);
 	}
 	pending--;
+	reach_seen(resp);
 	r->done(r->arg, rc, resp);
 	req_free(r);
 }

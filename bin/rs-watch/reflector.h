@@ -10,8 +10,10 @@
  *   list again.
  * Failures to connect, to list or to start a watch wait (backoff with
  * jitter, or the server's Retry-After) and retry forever, as a
- * controller's reflector does; a watch that was established and then
- * ended or was cut is started again at once, and a 410 relists at once.
+ * controller's reflector does; a refused connection's wait ends early
+ * when the server says it is ready again (GET /readyz every 0.25 s); a
+ * watch that was established and then ended or was cut is started again
+ * at once, and a 410 relists at once.
  * Only a first list that the server answers 404 or 400 (no such
  * resource, bad selector) is fatal.
  *

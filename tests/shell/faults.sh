@@ -316,7 +316,8 @@ test_no_create_sent_twice_on_reset() {
 # was established and is then cut (the proxy resets it, as an apiserver
 # restart does) is watched again at once, as client-go's StreamWatcher
 # takes the cut for the stream's end; a pod created after the cut comes
-# within seconds. Refused connections still back off.
+# within seconds. Refused connections still back off, until the server
+# says it is ready again.
 test_cut_watch_resumes_at_once() {
   need_cluster || return
   d=$TMP/cutwatch
@@ -337,13 +338,63 @@ test_cut_watch_resumes_at_once() {
   assertTrue "the cut was seen: $(grep -v '^I' "$d/log" | tail -2)" \
     "grep -q 'watch of pods cut after' $d/log"
   assertFalse "no backoff step for the cut" "grep -q 'retrying in' $d/log"
-  # the protection stands: connections refused wait the backoff
+  # the protection stands: a refused watch is not sent again before its
+  # backoff step ends, unless the server says it is ready (GET /readyz
+  # every 0.25 s, which refusals leave unanswered)
   proxy down "$d"
   assertTrue "a refused watch backs off 30 s or more" \
     "wait_for 10 grep -Eq 'unable to watch pods: .*retrying in ([3-9][0-9]|1[0-9][0-9])\.' $d/log"
+  sleep 3
+  assertEquals "one refused watch in 3 s, not one per readiness probe" 1 \
+    "$(grep -c 'unable to watch pods' "$d/log")"
+  proxy up "$d"
+  t_up=$(now)
+  kubectl -n "$ns" run after-up --image=example.invalid/none --restart=Never >/dev/null
+  assertTrue "the pod made once the server is back comes in seconds, not after the 30 s step" \
+    "wait_for 10 grep -q after-up $d/out" &&
+    figure "a refused watch: the next event $(since "$t_up") s after the server came back (backoff step 30-60 s)"
+  assertTrue "the readiness probe ended the step: $(grep -v '^I' "$d/log" | tail -2)" \
+    "grep -q 'the API server is ready again: watch of pods at once' $d/log"
   kill "$w" 2>/dev/null
   wait "$w" 2>/dev/null
   for p in $(cat "$d/pids"); do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+}
+
+# --- keys refused by a server that is away are queued when it is back ------
+
+# rs-apply behind the proxy, rs-watch not; rs-queue parks a RETRY for 300 s
+# (--base-delay 300s). With the proxy down the ReplicaSet's creates are
+# refused (ECONNREFUSED): RETRY, and rs-apply parks the key until the server
+# says it is ready (GET /readyz every 0.25 s). The proxy up: the pods come
+# within seconds, where the retry is due 300 s after the failure and
+# nothing else about the ReplicaSet changes to queue it.
+test_refused_key_queued_when_server_ready() {
+  need_cluster || return
+  own_up "$TMP/refused" || return
+  WATCH_FLAGS="--kubeconfig $OWN_CLUSTER/kubeconfig" QUEUE_FLAGS="-v 3 --base-delay 300s" \
+    start_ctl "$OWN" "$OWN_CLUSTER" || { fail "unable to start the controller"; own_down; return; }
+  ns=refused
+  ok create namespace $ns >/dev/null
+  assertTrue "the controller is up" "wait_for 30 grep -q 'SYNCED' $OWN/pods.ndjson"
+  proxy down "$OWN"
+  KUBECONFIG=$OWN_CLUSTER/kubeconfig make_rs $ns web 3
+  assertTrue "the creates were refused" \
+    "wait_for 30 grep -q '$ns/web: unable to create a pod' $OWN/pipeline.log"
+  assertTrue "the key was parked until the server is ready" \
+    "wait_for 10 grep -q '$ns/web: the API server refuses connections' $OWN/pipeline.log"
+  assertTrue "rs-queue holds its retry" "wait_for 10 one_waits $OWN"
+  sleep 2
+  assertEquals "no pod while the server is away" 0 "$(adds "$OWN" "$ns")"
+  proxy up "$OWN"
+  t_up=$(now)
+  assertTrue "3 pods within 20 s of the server's return (the retry is due in 300 s)" \
+    "wait_for 20 own_settled $ns web 3" &&
+    figure "a key refused by a server that was away: settled $(since "$t_up") s after its return (retry due in 300 s)"
+  assertTrue "rs-apply said it queued the parked keys" \
+    "grep -Eq 'the API server is ready again: [1-9][0-9]* of [0-9]+ keys' $OWN/pipeline.log"
+  sleep 1
+  assertEquals "pods created" 3 "$(adds "$OWN" "$ns")"
+  own_down
 }
 
 # --- a 410 relists at once ----------------------------------------------------

@@ -877,6 +877,29 @@ test_multi_gate_on_send(void **state)
 	rs_kube_free(k);
 }
 
+/* Nothing listens: the answer says refused (and not sent), which is what
+ * lets rs-watch and rs-apply poll for the server's return. */
+static void
+test_refused(void **state)
+{
+	struct rs_kube_opts ko = { .user_agent = "test" };
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct rs_kresp resp;
+	struct rs_kube *k;
+
+	(void)state;
+	close(loopback_server(c, 1));
+	assert_int_equal(rs_kube_new(c, &ko, &k), RS_OK);
+	memset(&resp, 0, sizeof resp);
+	assert_int_equal(rs_kube_do(k, "GET", "/api", NULL, NULL, 0, &resp),
+	    RS_ENET);
+	assert_int_equal(resp.refused, 1);
+	assert_int_equal(resp.sent, 0);
+	rs_kresp_free(&resp);
+	assert_int_equal(rs_kube_ready(k, 1000), RS_ENET);
+	rs_kube_free(k);
+}
+
 int
 main(void)
 {
@@ -902,6 +925,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_multi_gate_on_resend,
 		    setup, teardown),
 		cmocka_unit_test(test_multi_gate_on_send),
+		cmocka_unit_test(test_refused),
 	};
 
 	rs_log_init("kube-test");
