@@ -876,6 +876,7 @@ rs_kube_ready(struct rs_kube *k, long timeout_ms)
 	kreq_init(&r, k, "GET", RS_KUBE_READYZ, NULL, NULL, 0);
 	r.timeout_ms = timeout_ms;
 	rc = kube_perform(k, &r);
+	rs_kresp_free(&r.resp);
 	kreq_release(&r);
 	return rc;
 }

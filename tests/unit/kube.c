@@ -900,6 +900,31 @@ test_refused(void **state)
 	rs_kube_free(k);
 }
 
+/* A server that answers: ready, and its answer's body is freed (under
+ * ASan, a leak fails the test). */
+static void
+test_ready(void **state)
+{
+	struct rs_kube_opts ko = { .user_agent = "test" };
+	struct rs_kube_config *c = calloc(1, sizeof *c);
+	struct rs_kube *k;
+	struct srv sv;
+	pthread_t t;
+
+	(void)state;
+	sv.lfd = loopback_server(c, 1);
+	assert_int_equal(pipe(sv.go), 0);
+	assert_int_equal(write(sv.go[1], "x", 1), 1);
+	assert_int_equal(pthread_create(&t, NULL, serve_one, &sv), 0);
+	assert_int_equal(rs_kube_new(c, &ko, &k), RS_OK);
+	assert_int_equal(rs_kube_ready(k, 5000), RS_OK);
+	pthread_join(t, NULL);
+	close(sv.lfd);
+	close(sv.go[0]);
+	close(sv.go[1]);
+	rs_kube_free(k);
+}
+
 int
 main(void)
 {
@@ -926,6 +951,7 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test(test_multi_gate_on_send),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_ready),
 	};
 
 	rs_log_init("kube-test");
