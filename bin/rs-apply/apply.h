@@ -161,8 +161,11 @@ void unknown_creates(struct key *k, const struct owner *o,
     const cJSON *labels, unknown_fn then, void *arg);
 
 /* reachable.c: keys failed by the server's refusals, queued again when
- * it is ready. */
-void reach_init(void);
+ * it is ready. on: there is an rs-queue to tell (not --dry-run or
+ * --no-queue). */
+void reach_init(int on);
+/* Input over (end or TERM): nothing more is parked, no probe more sent. */
+void reach_end(void);
 /* Every request's fate (resp may be NULL): a refusal, or an answer. */
 void reach_seen(const struct rs_kresp *resp);
 /* A key's round failed: parked when the last request was refused. */

@@ -270,6 +270,7 @@ read_input(void)
 		if (rc == RS_EEOF) {
 			input_done = 1;
 			keys_input_end(input.lineno);
+			reach_end();
 			return;
 		}
 		if (rc == RS_ETOOBIG) {
@@ -316,6 +317,7 @@ run(void)
 			rs_info(1, "terminating: finishing %zu keys in flight",
 			    keys_alive());
 			keys_input_end(input.lineno);
+			reach_end();
 		}
 		read_input();
 		req_poll();
@@ -367,7 +369,7 @@ main(int argc, char **argv)
 		rs_kube_set_gate(app.kube, fence_gate, NULL);
 	keys_init();
 	events_init();
-	reach_init();
+	reach_init(!app.dry_run && !f.fx.no_queue);
 	if ((rc = rs_line_reader_init(&input, STDIN_FILENO, 0)) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", rs_strerror(rc));
 	run();

@@ -20,11 +20,22 @@ static struct rs_strmap parked;    /* key -> its copy, which the map's
                                     * key points to */
 static int refusing;               /* the last request's fate */
 static int probing;                /* a probe waits or is in flight */
+static int off;                    /* no rs-queue to tell, or input over */
 
 void
-reach_init(void)
+reach_init(int on)
 {
 	rs_strmap_init(&parked);
+	off = !on;
+}
+
+/* No round starts here again: a probe would only keep this process from
+ * exiting while the server is away, and the keys' RETRYs wait in rs-queue
+ * (the next pipeline's list queues them anyway). */
+void
+reach_end(void)
+{
+	off = 1;
 }
 
 void
@@ -65,7 +76,7 @@ probe_done(void *arg, rs_code rc, struct rs_kresp *resp)
 static void
 probe(void)
 {
-	if (probing || parked.len == 0 || app.stopping)
+	if (probing || parked.len == 0 || off)
 		return;
 	probing = 1;
 	req_send_later(PROBE_EVERY_S, "GET", RS_KUBE_READYZ, probe_done, NULL);
@@ -76,7 +87,7 @@ reach_park(const char *key)
 {
 	char *copy;
 
-	if (!refusing || app.dry_run)
+	if (!refusing || off)
 		return;
 	if (rs_strmap_get(&parked, key) != NULL)
 		return;
