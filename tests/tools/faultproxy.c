@@ -253,10 +253,15 @@ command(const char *c)
 			    connect_target(conns[i]) < 0)
 				pair_close(i, 1);
 	} else if (strcmp(c, "down") == 0) {
+		/* the listener first: a client that reconnects the moment
+		 * its connection is reset must be refused, not accepted into
+		 * the backlog and reset again (a reset is not a refusal to
+		 * rs-watch and rs-apply, whose refused waits end when the
+		 * server is ready) */
 		mode = M_DOWN;
-		cut_all();
 		if (was != M_DOWN)
 			listen_stop();
+		cut_all();
 	} else if (strcmp(c, "drop") == 0) {
 		if (was == M_DOWN)
 			listen_resume();
