@@ -116,6 +116,15 @@ void key_wrote(struct key *k, const struct owner *o, const char *resource,
 /* The same for a version known otherwise (rv: a resourceVersion). */
 void key_wrote_rv(struct key *k, const struct owner *o, const char *resource,
     const char *rv);
+/* An answer's metadata.resourceVersion and metadata.name, read in one
+ * pass (its body validated once, not once a field); has_*: a string that
+ * fits was there. */
+struct answer_meta {
+	int has_rv, has_name;
+	char rv[128];
+	char name[256];                /* a pod name is at most 253 bytes */
+};
+void answer_meta(const struct rs_kresp *resp, struct answer_meta *m);
 
 /* fence.c: --fence FILE --shards B (doc/sharding.md). */
 /* Opens the fence file (path NULL: no fence); fatal when it cannot. */
