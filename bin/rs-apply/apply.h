@@ -116,6 +116,15 @@ void key_wrote(struct key *k, const struct owner *o, const char *resource,
 /* The same for a version known otherwise (rv: a resourceVersion). */
 void key_wrote_rv(struct key *k, const struct owner *o, const char *resource,
     const char *rv);
+/* An answer's metadata.resourceVersion and metadata.name, read in one
+ * pass (its body validated once, not once a field); has_*: a string that
+ * fits was there. */
+struct answer_meta {
+	int has_rv, has_name;
+	char rv[128];
+	char name[256];                /* a pod name is at most 253 bytes */
+};
+void answer_meta(const struct rs_kresp *resp, struct answer_meta *m);
 
 /* fence.c: --fence FILE --shards B (doc/sharding.md). */
 /* Opens the fence file (path NULL: no fence); fatal when it cannot. */
@@ -212,17 +221,34 @@ void events_init(void);
 void event_record(const struct owner *o, const char *type, const char *reason,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The fields of an event's tree (event_make): its name, firstTimestamp
+ * and count as the correlator decided, lastTimestamp from t. */
+struct event_form {
+	const char *type, *reason, *message;
+	const char *component;         /* reportingComponent */
+	const char *instance;          /* reportingInstance */
+	const char *name, *first;
+	long count;
+	long long t;                   /* ns */
+};
+cJSON *event_make(const struct owner *o, const struct event_form *f);
+
 /* correlate.c: the EventCorrelator (spam filter, aggregator, logger). */
+struct corr_event {                /* an event as the recorder makes it */
+	const struct owner *o;
+	const char *type, *reason, *message;
+	long long t;                   /* metav1.Now(), ns */
+};
 struct corr_result {
 	int skip;                      /* dropped by the spam filter */
 	cJSON *event;                  /* owned by the caller */
-	int count;
+	long count;
 	char *patch;                   /* cJSON_free; NULL for a new event */
 };
 void corr_init(void);
-/* ev is the event as the recorder made it (borrowed); now in ns. */
-rs_code corr_correlate(const cJSON *ev, long long now_ns,
-    struct corr_result *out);
+/* The caches are kept from ev's fields; out's event (and patch) is made
+ * only when the spam filter lets it through. */
+rs_code corr_correlate(const struct corr_event *ev, struct corr_result *out);
 
 /* lru.c: string-keyed LRU cache (golang/groupcache/lru as client-go uses). */
 struct lru_entry;

@@ -74,30 +74,26 @@ struct fields {
 	    *apiversion, *type, *reason, *message, *rcontroller, *rinstance;
 };
 
-static const char *
-str(const cJSON *o, const char *a, const char *b)
-{
-	const char *s = b ? rs_json_str(o, a, b, NULL) : rs_json_str(o, a, NULL);
-
-	return s ? s : "";
-}
-
+/* The fields of the event the recorder makes (event_make: no host, no
+ * fieldPath), read from what it is made of rather than from a tree. */
 static void
-fields_of(const cJSON *ev, struct fields *f)
+fields_of(const struct corr_event *ev, struct fields *f)
 {
-	f->component = str(ev, "source", "component");
-	f->host = str(ev, "source", "host");
-	f->kind = str(ev, "involvedObject", "kind");
-	f->ns = str(ev, "involvedObject", "namespace");
-	f->name = str(ev, "involvedObject", "name");
-	f->fieldpath = str(ev, "involvedObject", "fieldPath");
-	f->uid = str(ev, "involvedObject", "uid");
-	f->apiversion = str(ev, "involvedObject", "apiVersion");
-	f->type = str(ev, "type", NULL);
-	f->reason = str(ev, "reason", NULL);
-	f->message = str(ev, "message", NULL);
-	f->rcontroller = str(ev, "reportingComponent", NULL);
-	f->rinstance = str(ev, "reportingInstance", NULL);
+	const struct owner *o = ev->o;
+
+	f->component = o->component;
+	f->host = "";
+	f->kind = o->kind;
+	f->ns = o->ns;
+	f->name = o->name;
+	f->fieldpath = "";
+	f->uid = o->uid;
+	f->apiversion = o->api_version;
+	f->type = ev->type;
+	f->reason = ev->reason;
+	f->message = ev->message;
+	f->rcontroller = o->component;
+	f->rinstance = "";
 }
 
 /* strings.Join(parts, ""), as upstream builds every key. */
@@ -150,67 +146,28 @@ aggregate_key(const struct fields *f)
 	return join(p, sizeof p / sizeof p[0]);
 }
 
-/* The event that stands for its similar fellows (EventAggregate). */
-static cJSON *
-aggregate_event(const cJSON *ev, const struct fields *f, long long now_ns)
-{
-	cJSON *a = cJSON_CreateObject(), *m;
-	char name[300], ts[32], *msg;
-
-	if (a == NULL)
-		return NULL;
-	snprintf(name, sizeof name, "%s.%llx", f->name,
-	    (unsigned long long)now_ns);
-	rs_format_rfc3339(now_ns / 1e9, ts);
-	if (asprintf(&msg, "%s%s", AGG_PREFIX, f->message) < 0) {
-		cJSON_Delete(a);
-		return NULL;
-	}
-	cJSON_AddStringToObject(a, "kind", "Event");
-	cJSON_AddStringToObject(a, "apiVersion", "v1");
-	m = cJSON_AddObjectToObject(a, "metadata");
-	cJSON_AddStringToObject(m, "name", name);
-	cJSON_AddStringToObject(m, "namespace",
-	    str(ev, "metadata", "namespace"));
-	cJSON_AddItemToObject(a, "involvedObject", cJSON_Duplicate(
-	    rs_json_get(ev, "involvedObject", NULL), 1));
-	cJSON_AddStringToObject(a, "reason", f->reason);
-	cJSON_AddStringToObject(a, "message", msg);
-	cJSON_AddItemToObject(a, "source", cJSON_Duplicate(
-	    rs_json_get(ev, "source", NULL), 1));
-	cJSON_AddStringToObject(a, "firstTimestamp", ts);
-	cJSON_AddStringToObject(a, "lastTimestamp", ts);
-	cJSON_AddNumberToObject(a, "count", 1);
-	cJSON_AddStringToObject(a, "type", f->type);
-	cJSON_AddNullToObject(a, "eventTime");
-	/* upstream's aggregate carries no reporting fields */
-	cJSON_AddStringToObject(a, "reportingComponent", "");
-	cJSON_AddStringToObject(a, "reportingInstance", "");
-	free(msg);
-	return a;
-}
-
-/* EventAggregate: returns the event to go on with and its cache key. */
+/* EventAggregate: whether the event is to stand for its similar fellows
+ * (the aggregate: "(combined from similar events): ", no reporting
+ * fields), and its cache key. */
 static rs_code
-aggregate(const cJSON *ev, const struct fields *f, long long now_ns,
-    cJSON **out, char **ckey)
+aggregate(const struct fields *f, long long now_ns, int *combined,
+    char **ckey)
 {
 	char *akey = aggregate_key(f);
 	struct agg_rec *r;
 	int i, have = 0;
-	rs_code rc = RS_ENOMEM;
 
-	*out = NULL;
+	*combined = 0;
 	*ckey = NULL;
 	if (akey == NULL)
 		return RS_ENOMEM;
 	r = lru_get(&agg_cache, akey);
 	if (r == NULL || now_ns - r->last_ns > AGG_INTERVAL_NS) {
 		if ((r = calloc(1, sizeof *r)) == NULL)
-			goto out;
+			goto oom;
 		if (lru_add(&agg_cache, akey, r) != RS_OK) {
 			free(r);
-			goto out;
+			goto oom;
 		}
 	}
 	for (i = 0; i < r->n; i++)
@@ -220,81 +177,75 @@ aggregate(const cJSON *ev, const struct fields *f, long long now_ns,
 		r->n++;
 	r->last_ns = now_ns;
 	if (r->n < AGG_MAX_EVENTS) {
-		*out = cJSON_Duplicate(ev, 1);
+		free(akey);
 		*ckey = event_key(f);
-	} else {
-		/* do not grow the set past its bound (PopAny) */
-		free(r->local[0]);
-		memmove(r->local, r->local + 1, (r->n - 1) * sizeof r->local[0]);
-		r->n--;
-		*out = aggregate_event(ev, f, now_ns);
-		*ckey = akey;
-		akey = NULL;
+		return *ckey ? RS_OK : RS_ENOMEM;
 	}
-	rc = *out && *ckey ? RS_OK : RS_ENOMEM;
-out:
+	/* do not grow the set past its bound (PopAny) */
+	free(r->local[0]);
+	memmove(r->local, r->local + 1, (r->n - 1) * sizeof r->local[0]);
+	r->n--;
+	*combined = 1;
+	*ckey = akey;
+	return RS_OK;
+oom:
 	free(akey);
-	return rc;
+	return RS_ENOMEM;
 }
 
-/* eventObserve: a repeat takes the first one's name and firstTimestamp,
- * count+1, and a patch of what changed. */
+/* eventObserve: a repeat takes the first one's name and firstTimestamp
+ * (name and first hold the event's own, and are replaced), count+1. */
 static rs_code
-observe(cJSON *ev, const char *ckey, struct corr_result *out)
+observe(const char *ckey, char *name, size_t namelen, char *first,
+    size_t firstlen, long *count)
 {
 	struct log_rec *last = lru_get(&log_cache, ckey), *rec;
-	const char *name = str(ev, "metadata", "name");
-	const char *first = str(ev, "firstTimestamp", NULL);
-	long count = 1;
 
+	*count = 1;
+	if (last != NULL && last->count > 0) {
+		*count = last->count + 1;
+		snprintf(name, namelen, "%s", last->name);
+		snprintf(first, firstlen, "%s", last->first);
+	}
 	if ((rec = calloc(1, sizeof *rec)) == NULL)
 		return RS_ENOMEM;
-	if (last != NULL && last->count > 0) {
-		cJSON *p = cJSON_CreateObject();
-
-		count = last->count + 1;
-		cJSON_ReplaceItemInObject(cJSON_GetObjectItem(ev, "metadata"),
-		    "name", cJSON_CreateString(last->name));
-		cJSON_ReplaceItemInObject(ev, "firstTimestamp",
-		    cJSON_CreateString(last->first));
-		cJSON_ReplaceItemInObject(ev, "count",
-		    cJSON_CreateNumber(count));
-		if (p == NULL) {
-			free(rec);
-			return RS_ENOMEM;
-		}
-		cJSON_AddNumberToObject(p, "count", count);
-		cJSON_AddStringToObject(p, "lastTimestamp",
-		    str(ev, "lastTimestamp", NULL));
-		cJSON_AddStringToObject(p, "message", str(ev, "message", NULL));
-		out->patch = rs_json_print(p);
-		cJSON_Delete(p);
-		name = str(ev, "metadata", "name");
-		first = str(ev, "firstTimestamp", NULL);
-	}
-	rec->count = count;
+	rec->count = *count;
 	snprintf(rec->first, sizeof rec->first, "%s", first);
 	if ((rec->name = strdup(name)) == NULL ||
 	    lru_add(&log_cache, ckey, rec) != RS_OK) {
 		log_free(rec);
 		return RS_ENOMEM;
 	}
-	out->count = count;
 	return RS_OK;
+}
+
+/* A repeat's patch: count, lastTimestamp, message. */
+static char *
+repeat_patch(long count, const char *last, const char *message)
+{
+	cJSON *p = cJSON_CreateObject();
+	char *s;
+
+	if (p == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(p, "count", count);
+	cJSON_AddStringToObject(p, "lastTimestamp", last);
+	cJSON_AddStringToObject(p, "message", message);
+	s = rs_json_print(p);
+	cJSON_Delete(p);
+	return s;
 }
 
 /* EventSourceObjectSpamFilter.Filter: 1 when the event is to be dropped. */
 static int
-spam_filtered(const cJSON *ev)
+spam_filtered(const struct fields *f)
 {
 	int64_t now_ns = rs_mono_ns();
-	struct fields f;
 	struct rs_bucket *b;
 	char *key;
 	int drop;
 
-	fields_of(ev, &f);
-	if ((key = spam_key(&f)) == NULL)
+	if ((key = spam_key(f)) == NULL)
 		return 0;
 	if ((b = lru_get(&spam_cache, key)) == NULL) {
 		if ((b = malloc(sizeof *b)) == NULL) {
@@ -313,34 +264,58 @@ spam_filtered(const cJSON *ev)
 	return drop;
 }
 
+/* The caches are kept from the event's fields; its tree (and a repeat's
+ * patch) is made only for an event that passes the spam filter: past its
+ * burst, most events of a storm are dropped. The aggregate carries the
+ * same object and source as the event, so the filter's key is the
+ * event's. */
 rs_code
-corr_correlate(const cJSON *ev, long long now_ns, struct corr_result *out)
+corr_correlate(const struct corr_event *ev, struct corr_result *out)
 {
+	struct event_form form = { .type = ev->type, .reason = ev->reason,
+	    .message = ev->message, .component = ev->o->component,
+	    .instance = "", .t = ev->t };
+	char name[320], first[32], *ckey = NULL, *msg = NULL;
 	struct fields f;
-	cJSON *e = NULL;
-	char *ckey = NULL;
+	int combined;
 	rs_code rc;
 
 	memset(out, 0, sizeof *out);
 	fields_of(ev, &f);
-	if ((rc = aggregate(ev, &f, now_ns, &e, &ckey)) != RS_OK)
-		goto fail;
-	if ((rc = observe(e, ckey, out)) != RS_OK)
-		goto fail;
+	if ((rc = aggregate(&f, ev->t, &combined, &ckey)) != RS_OK)
+		return rc;
+	snprintf(name, sizeof name, "%s.%llx", ev->o->name,
+	    (unsigned long long)ev->t);
+	rs_format_rfc3339(ev->t / 1e9, first);
+	rc = observe(ckey, name, sizeof name, first, sizeof first,
+	    &out->count);
 	free(ckey);
-	if (spam_filtered(e)) {
-		cJSON_Delete(e);
-		cJSON_free(out->patch);
-		out->patch = NULL;
+	if (rc != RS_OK)
+		return rc;
+	if (spam_filtered(&f)) {
 		out->skip = 1;
 		return RS_OK;
 	}
-	out->event = e;
+	if (combined) {
+		/* upstream's aggregate carries no reporting fields */
+		if (asprintf(&msg, "%s%s", AGG_PREFIX, ev->message) < 0)
+			return RS_ENOMEM;
+		form.message = msg;
+		form.component = "";
+	}
+	form.name = name;
+	form.first = first;
+	form.count = out->count;
+	out->event = event_make(ev->o, &form);
+	if (out->event != NULL && out->count > 1)
+		out->patch = repeat_patch(out->count,
+		    rs_json_str(out->event, "lastTimestamp", NULL), form.message);
+	free(msg);
+	if (out->event == NULL || (out->count > 1 && out->patch == NULL)) {
+		cJSON_Delete(out->event);
+		cJSON_free(out->patch);
+		memset(out, 0, sizeof *out);
+		return RS_ENOMEM;
+	}
 	return RS_OK;
-fail:
-	cJSON_Delete(e);
-	free(ckey);
-	cJSON_free(out->patch);
-	out->patch = NULL;
-	return rc;
 }

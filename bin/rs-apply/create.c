@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "apply.h"
-#include "jscan.h"
 #include "json.h"
 #include "log.h"
 
@@ -178,18 +177,19 @@ create_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	char buf[128];
 
 	if (rc == RS_OK) {
-		char name[256];   /* a pod name is at most 253 bytes */
+		struct answer_meta m;
 
 		c->ok++;
 		c->k->moved++;
-		key_wrote(c->k, o, "pods", resp);
-		/* only the name is wanted: scanned, no tree built */
-		if (resp->body != NULL && rs_jscan_str(resp->body, resp->len,
-		    name, sizeof name, "metadata", "name", NULL) == RS_OK) {
+		/* only the version and name are wanted: scanned, no tree */
+		answer_meta(resp, &m);
+		if (m.has_rv)
+			key_wrote_rv(c->k, o, "pods", m.rv);
+		if (m.has_name) {
 			rs_info(4, "%s: created pod %s/%s", c->k->name, o->ns,
-			    name);
+			    m.name);
 			event_record(o, "Normal", "SuccessfulCreate",
-			    "Created pod: %s", name);
+			    "Created pod: %s", m.name);
 		}
 	} else if (req_has_cause(resp, "NamespaceTerminating")) {
 		/* every create would fail: nothing to do, nothing to retry */

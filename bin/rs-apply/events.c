@@ -214,22 +214,21 @@ oom:
 	rs_fatal(111, "unable to write an event: %s", rs_strerror(RS_ENOMEM));
 }
 
-/* recorder.makeEvent plus generateEvent's source and reporting fields. */
-static cJSON *
-make_event(const struct owner *o, const char *type, const char *reason,
-    const char *message, long long t)
+/* recorder.makeEvent plus generateEvent's source and reporting fields,
+ * with the correlator's name, firstTimestamp and count. */
+cJSON *
+event_make(const struct owner *o, const struct event_form *f)
 {
 	cJSON *e = cJSON_CreateObject(), *m, *io, *src;
-	char name[300], ts[32];
+	char ts[32];
 
 	if (e == NULL)
 		return NULL;
-	snprintf(name, sizeof name, "%s.%llx", o->name, (unsigned long long)t);
-	rs_format_rfc3339(t / 1e9, ts);
+	rs_format_rfc3339(f->t / 1e9, ts);
 	cJSON_AddStringToObject(e, "kind", "Event");
 	cJSON_AddStringToObject(e, "apiVersion", "v1");
 	m = cJSON_AddObjectToObject(e, "metadata");
-	cJSON_AddStringToObject(m, "name", name);
+	cJSON_AddStringToObject(m, "name", f->name);
 	cJSON_AddStringToObject(m, "namespace", o->ns);
 	io = cJSON_AddObjectToObject(e, "involvedObject");
 	cJSON_AddStringToObject(io, "kind", o->kind);
@@ -239,17 +238,17 @@ make_event(const struct owner *o, const char *type, const char *reason,
 	cJSON_AddStringToObject(io, "apiVersion", o->api_version);
 	if (o->rv != NULL)
 		cJSON_AddStringToObject(io, "resourceVersion", o->rv);
-	cJSON_AddStringToObject(e, "reason", reason);
-	cJSON_AddStringToObject(e, "message", message);
+	cJSON_AddStringToObject(e, "reason", f->reason);
+	cJSON_AddStringToObject(e, "message", f->message);
 	src = cJSON_AddObjectToObject(e, "source");
 	cJSON_AddStringToObject(src, "component", o->component);
-	cJSON_AddStringToObject(e, "firstTimestamp", ts);
+	cJSON_AddStringToObject(e, "firstTimestamp", f->first);
 	cJSON_AddStringToObject(e, "lastTimestamp", ts);
-	cJSON_AddNumberToObject(e, "count", 1);
-	cJSON_AddStringToObject(e, "type", type);
+	cJSON_AddNumberToObject(e, "count", f->count);
+	cJSON_AddStringToObject(e, "type", f->type);
 	cJSON_AddNullToObject(e, "eventTime");
-	cJSON_AddStringToObject(e, "reportingComponent", o->component);
-	cJSON_AddStringToObject(e, "reportingInstance", "");
+	cJSON_AddStringToObject(e, "reportingComponent", f->component);
+	cJSON_AddStringToObject(e, "reportingInstance", f->instance);
 	return e;
 }
 
@@ -258,10 +257,9 @@ event_record(const struct owner *o, const char *type, const char *reason,
     const char *fmt, ...)
 {
 	struct corr_result r;
+	struct corr_event ev = { .o = o, .type = type, .reason = reason };
 	char message[1280];
-	long long t;
 	va_list ap;
-	cJSON *e;
 
 	va_start(ap, fmt);
 	vsnprintf(message, sizeof message, fmt, ap);
@@ -270,19 +268,15 @@ event_record(const struct owner *o, const char *type, const char *reason,
 	    reason, message);
 	if (app.dry_run)
 		return;
-	t = now_ns();
-	if ((e = make_event(o, type, reason, message, t)) == NULL)
-		goto oom;
-	if (corr_correlate(e, t, &r) != RS_OK)
-		goto oom;
-	cJSON_Delete(e);
+	ev.message = message;
+	ev.t = now_ns();
+	if (corr_correlate(&ev, &r) != RS_OK)
+		rs_fatal(111, "unable to record an event: %s",
+		    rs_strerror(RS_ENOMEM));
 	if (r.skip) {
 		rs_info(3, "event %s/%s %s dropped by the spam filter", o->ns,
 		    o->name, reason);
 		return;
 	}
 	write_event(&r);
-	return;
-oom:
-	rs_fatal(111, "unable to record an event: %s", rs_strerror(RS_ENOMEM));
 }

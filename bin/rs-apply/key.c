@@ -364,14 +364,32 @@ key_wrote_rv(struct key *k, const struct owner *o, const char *resource,
 }
 
 void
+answer_meta(const struct rs_kresp *resp, struct answer_meta *m)
+{
+	static const char *const names[] = { "resourceVersion", "name" };
+	struct rs_jspan doc, meta, v[2];
+
+	m->has_rv = m->has_name = 0;
+	if (resp == NULL || resp->body == NULL ||
+	    rs_jscan_doc(resp->body, resp->len, &doc, NULL) != RS_OK ||
+	    rs_jscan_find(resp->body, doc, "metadata", &meta) != RS_OK ||
+	    rs_jscan_pick(resp->body, meta, names, v, 2) != RS_OK)
+		return;
+	m->has_rv = rs_jscan_type(resp->body, v[0]) == RS_JSTRING &&
+	    rs_jscan_unescape(resp->body, v[0], m->rv, sizeof m->rv, NULL) ==
+	    RS_OK;
+	m->has_name = rs_jscan_type(resp->body, v[1]) == RS_JSTRING &&
+	    rs_jscan_unescape(resp->body, v[1], m->name, sizeof m->name,
+	    NULL) == RS_OK;
+}
+
+void
 key_wrote(struct key *k, const struct owner *o, const char *resource,
     const struct rs_kresp *resp)
 {
-	char rv[sizeof ((struct rs_exp_write *)0)->rv];
+	struct answer_meta m;
 
-	if (resp == NULL || resp->body == NULL ||
-	    rs_jscan_str(resp->body, resp->len, rv, sizeof rv, "metadata",
-	    "resourceVersion", NULL) != RS_OK)
-		return;
-	key_wrote_rv(k, o, resource, rv);
+	answer_meta(resp, &m);
+	if (m.has_rv)
+		key_wrote_rv(k, o, resource, m.rv);
 }

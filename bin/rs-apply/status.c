@@ -18,7 +18,6 @@
 
 #include "apply.h"
 #include "clock.h"
-#include "jscan.h"
 #include "json.h"
 #include "log.h"
 
@@ -44,6 +43,7 @@ struct status {
 	cJSON *object;                 /* what is written, status final */
 	char *path;                    /* the object's path, no /status */
 	char *base_rv;                 /* the version the PUT is based on */
+	char *body;                    /* the PUT's, lent to it (cJSON_free) */
 	int retried;
 };
 
@@ -98,26 +98,26 @@ written_bases(struct written *w, const struct written *prev,
 	return RS_OK;
 }
 
-/* Remembers a successful PUT (best-effort: without memory, nothing). */
+/* Remembers a successful PUT that made version rv (best-effort: without
+ * memory, nothing); takes status. */
 static void
-written_put(const char *key, const char *base_rv, const cJSON *status,
-    const struct rs_kresp *resp)
+written_put(const char *key, const char *base_rv, cJSON *status,
+    const char *rv)
 {
-	char rv[128];
 	struct written *w;
 
 	if (!written_ready) {
 		lru_init(&written, WRITTEN_KEYS, written_free);
 		written_ready = 1;
 	}
-	if (base_rv == NULL || resp->body == NULL ||
-	    rs_jscan_str(resp->body, resp->len, rv, sizeof rv, "metadata",
-	    "resourceVersion", NULL) != RS_OK ||
-	    (w = calloc(1, sizeof *w)) == NULL)
+	if (base_rv == NULL || rv == NULL || status == NULL ||
+	    (w = calloc(1, sizeof *w)) == NULL) {
+		cJSON_Delete(status);
 		return;
+	}
 	w->rv = strdup(rv);
-	w->status = cJSON_Duplicate(status, 1);
-	if (w->rv == NULL || w->status == NULL ||
+	w->status = status;
+	if (w->rv == NULL ||
 	    written_bases(w, lru_get(&written, key), base_rv) != RS_OK ||
 	    lru_add(&written, key, w) != RS_OK)
 		written_free(w);
@@ -253,6 +253,7 @@ status_free(struct status *s)
 	cJSON_Delete(s->object);
 	free(s->path);
 	free(s->base_rv);
+	cJSON_free(s->body);
 	free(s);
 }
 
@@ -270,20 +271,22 @@ static void put_done(void *arg, rs_code rc, struct rs_kresp *resp);
 static void
 send_put(struct status *s)
 {
-	char *body = rs_json_print(s->object), *path;
 	const char *rv = rs_json_str(s->object, "metadata", "resourceVersion",
 	    NULL);
+	char *path;
 
+	/* a PUT sent again comes after the last one was answered */
+	cJSON_free(s->body);
+	s->body = rs_json_print(s->object);
 	free(s->base_rv);
 	s->base_rv = rv ? strdup(rv) : NULL;
-	if (body == NULL || (rv && s->base_rv == NULL) ||
+	if (s->body == NULL || (rv && s->base_rv == NULL) ||
 	    asprintf(&path, "%s/status", s->path) < 0)
 		rs_fatal(111, "unable to write a status: %s",
 		    rs_strerror(RS_ENOMEM));
 	s->k->nreq++;
-	req_send("PUT", path, NULL, body, put_done, s);
+	req_send_borrowed("PUT", path, NULL, s->body, put_done, s);
 	free(path);
-	cJSON_free(body);
 }
 
 static void
@@ -319,10 +322,16 @@ put_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	char buf[128];
 
 	if (rc == RS_OK) {
+		struct answer_meta m;
+
 		rs_info(4, "%s: status updated", s->k->name);
-		key_wrote(s->k, &s->in->owner, NULL, resp);
-		written_put(s->k->name, s->base_rv, cJSON_GetObjectItemCaseSensitive(
-		    s->object, "status"), resp);
+		answer_meta(resp, &m);
+		if (m.has_rv)
+			key_wrote_rv(s->k, &s->in->owner, NULL, m.rv);
+		/* the status written is kept, not copied: the object goes */
+		written_put(s->k->name, s->base_rv,
+		    cJSON_DetachItemFromObjectCaseSensitive(s->object, "status"),
+		    m.has_rv ? m.rv : NULL);
 		status_finish(s);
 		return;
 	}
