@@ -312,6 +312,17 @@ test_no_create_sent_twice_on_reset() {
 
 # --- a watch cut once established is started again at once ---------------
 
+# pod_comes_soon DIR NS POD WHEN FIGURE: a pod made now reaches the
+# rs-watch whose output is DIR/out within 10 s, well inside its 30-60 s
+# backoff step; FIGURE (a printf format) gets the seconds it took.
+pod_comes_soon() {
+  _t=$(now)
+  kubectl -n "$2" run "$3" --image=example.invalid/none --restart=Never >/dev/null
+  assertTrue "the pod made $4 comes in seconds, not after the 30 s step" \
+    "wait_for 10 grep -q $3 $1/out" &&
+    figure "$(printf "$5" "$(since "$_t")") (backoff step 30-60 s)"
+}
+
 # rs-watch behind a proxy, with a backoff step of 30-60 s: a stream that
 # was established and is then cut (the proxy resets it, as an apiserver
 # restart does) is watched again at once, as client-go's StreamWatcher
@@ -330,11 +341,7 @@ test_cut_watch_resumes_at_once() {
   assertTrue "SYNCED" "wait_for 20 grep -q SYNCED $d/out"
   sleep 2     # not a "very short watch": established for over a second
   proxy cut "$d"
-  t_cut=$(now)
-  kubectl -n "$ns" run after-cut --image=example.invalid/none --restart=Never >/dev/null
-  assertTrue "the pod made after the cut comes in seconds, not after 30 s" \
-    "wait_for 10 grep -q after-cut $d/out" &&
-    figure "a cut watch: the next event $(since "$t_cut") s after the cut (backoff step 30-60 s)"
+  pod_comes_soon "$d" "$ns" after-cut "after the cut" "a cut watch: the next event %s s after the cut"
   assertTrue "the cut was seen: $(grep -v '^I' "$d/log" | tail -2)" \
     "grep -q 'watch of pods cut after' $d/log"
   assertFalse "no backoff step for the cut" "grep -q 'retrying in' $d/log"
@@ -348,11 +355,8 @@ test_cut_watch_resumes_at_once() {
   assertEquals "one refused watch in 3 s, not one per readiness probe" 1 \
     "$(grep -c 'unable to watch pods' "$d/log")"
   proxy up "$d"
-  t_up=$(now)
-  kubectl -n "$ns" run after-up --image=example.invalid/none --restart=Never >/dev/null
-  assertTrue "the pod made once the server is back comes in seconds, not after the 30 s step" \
-    "wait_for 10 grep -q after-up $d/out" &&
-    figure "a refused watch: the next event $(since "$t_up") s after the server came back (backoff step 30-60 s)"
+  pod_comes_soon "$d" "$ns" after-up "once the server is back" \
+    "a refused watch: the next event %s s after the server came back"
   assertTrue "the readiness probe ended the step: $(grep -v '^I' "$d/log" | tail -2)" \
     "grep -q 'the API server is ready again: watch of pods at once' $d/log"
   kill "$w" 2>/dev/null
