@@ -160,6 +160,15 @@ rs_code rs_kube_get_pb(struct rs_kube *k, const char *path,
  * read (system:public-info-viewer): asked to learn that a server which
  * refused connections is back. */
 #define RS_KUBE_READYZ "/readyz"
+/* How often rs-watch and rs-apply ask it while the server refuses
+ * connections. The waits a probe cuts short have grown to seconds in an
+ * outage (rs-watch's backoff, 0.8 s doubling; a key's retry, 5 ms
+ * doubling): a quarter second brings streams and keys back within that
+ * of the server. More often would cost more than it gains: a refused
+ * connect costs the server nothing, but while it starts it answers each
+ * (503), and in rs-apply each takes a token of --kube-api-qps (20 a
+ * second). */
+#define RS_KUBE_READYZ_EVERY_MS 250
 
 /* GET RS_KUBE_READYZ within timeout_ms, without a token of the rate
  * limiter (a probe, not work): RS_OK when the server says it is ready. */

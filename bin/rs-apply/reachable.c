@@ -14,8 +14,6 @@
 #include "apply.h"
 #include "log.h"
 
-#define PROBE_EVERY_S 0.25
-
 static struct rs_strmap parked;    /* key -> its copy, which the map's
                                     * key points to */
 static int refusing;               /* the last request's fate */
@@ -79,7 +77,8 @@ probe(void)
 	if (probing || parked.len == 0 || off)
 		return;
 	probing = 1;
-	req_send_later(PROBE_EVERY_S, "GET", RS_KUBE_READYZ, probe_done, NULL);
+	req_send_later(RS_KUBE_READYZ_EVERY_MS / 1e3, "GET", RS_KUBE_READYZ,
+	    probe_done, NULL);
 }
 
 void

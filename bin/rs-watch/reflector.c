@@ -67,9 +67,7 @@ describe(rs_code rc, const struct rs_kresp *resp, char *buf, size_t len)
 		snprintf(buf, len, "%s", rs_strerror(rc));
 }
 
-/* How often a refused server is asked whether it is back, and how long
- * that question may take. */
-#define READY_POLL_NS (250 * 1000000LL)
+/* How long the question whether a refused server is back may take. */
 #define READY_TIMEOUT_MS 1000
 
 /* The backoff step after a refused connection, cut short when the server
@@ -82,10 +80,11 @@ describe(rs_code rc, const struct rs_kresp *resp, char *buf, size_t len)
 static void
 wait_for_server(struct reflector *r, const char *what, int64_t wait)
 {
+	int64_t every = RS_KUBE_READYZ_EVERY_MS * 1000000LL;
 	int64_t end = rs_mono_ns() + wait, now;
 
-	while ((now = rs_mono_ns()) + READY_POLL_NS < end) {
-		sleep_ns(READY_POLL_NS);
+	while ((now = rs_mono_ns()) + every < end) {
+		sleep_ns(every);
 		if (rs_kube_ready(r->o->kube, READY_TIMEOUT_MS) != RS_OK)
 			continue;
 		rs_info(1, "the API server is ready again: %s of %s at once "
