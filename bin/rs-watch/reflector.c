@@ -81,9 +81,9 @@ static void
 wait_for_server(struct reflector *r, const char *what, int64_t wait)
 {
 	int64_t every = RS_KUBE_READYZ_EVERY_MS * 1000000LL;
-	int64_t end = rs_mono_ns() + wait, now;
+	int64_t end = rs_mono_ns() + wait;
 
-	while ((now = rs_mono_ns()) + every < end) {
+	while (rs_mono_ns() + every < end) {
 		sleep_ns(every);
 		if (rs_kube_ready(r->o->kube, READY_TIMEOUT_MS) != RS_OK)
 			continue;
