@@ -25,6 +25,7 @@ struct rs_strmap {
 uint64_t rs_strhash(const char *s, size_t len);
 
 void rs_strmap_init(struct rs_strmap *m);
+/* Frees the table and leaves m empty, ready to be used again. */
 void rs_strmap_free(struct rs_strmap *m);
 void *rs_strmap_get(const struct rs_strmap *m, const char *key);
 /* Same, for a key that is not NUL-terminated. */

@@ -68,7 +68,6 @@ probe_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	for (i = 0; rs_strmap_next(&parked, &i, &key, &v); )
 		free(v);
 	rs_strmap_free(&parked);
-	rs_strmap_init(&parked);
 }
 
 static void
