@@ -63,8 +63,12 @@ probe_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	}
 	while (rs_strmap_next(&parked, &i, &key, &v))
 		n += fx_add(key) == RS_OK;
-	rs_info(1, "the API server is ready again: %zu of %zu keys parked by "
-	    "its refusals queued at once", n, parked.len);
+	if (parked.len > 0)
+		rs_info(1, "the API server is ready again: %zu of %zu keys "
+		    "parked by its refusals queued at once", n, parked.len);
+	else
+		rs_info(2, "the API server is ready again: each parked key "
+		    "came back by its own retry first");
 	for (i = 0; rs_strmap_next(&parked, &i, &key, &v); )
 		free(v);
 	rs_strmap_free(&parked);
