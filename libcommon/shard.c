@@ -347,6 +347,27 @@ rs_shard_ranges_free(struct rs_shard_ranges *r)
 	r->n = 0;
 }
 
+/* Each step takes a range that holds the first hash not yet covered and
+ * moves past it: at most n steps of n, for ranges in any order, however
+ * they overlap, with nothing to sort or allocate. */
+int
+rs_shard_ranges_whole(const struct rs_shard_ranges *r)
+{
+	uint64_t next = 0;
+	size_t i;
+
+	for (;;) {
+		for (i = 0; i < r->n; i++)
+			if (r->r[i].lo <= next && r->r[i].last >= next)
+				break;
+		if (i == r->n)
+			return 0;
+		if (r->r[i].last == UINT64_MAX)
+			return 1;
+		next = r->r[i].last + 1;
+	}
+}
+
 int
 rs_shard_match_hash(const struct rs_shard_ranges *r, uint64_t hash)
 {

@@ -60,6 +60,11 @@ rs_code rs_shard_parse_why(const char *sel, struct rs_shard_ranges *out,
 rs_code rs_shard_parse(const char *sel, struct rs_shard_ranges *out);
 void rs_shard_ranges_free(struct rs_shard_ranges *r);
 
+/* Whether the ranges together cover every hash, 0 to 2^64 - 1, whatever
+ * their order and overlaps: such a selector selects every namespace, and
+ * a server that filters by it spends its CPU for nothing. */
+int rs_shard_ranges_whole(const struct rs_shard_ranges *r);
+
 /* Whether the namespace ns[0..n) hashes into one of the ranges. */
 int rs_shard_match(const struct rs_shard_ranges *r, const char *ns,
     size_t n);

@@ -40,7 +40,8 @@ struct watch_opts {
 	struct rs_kube *kube;
 	const char *ns;                  /* NULL: all namespaces */
 	char *label_q, *field_q;         /* URL-escaped selectors, or NULL */
-	char *shard_q;                   /* URL-escaped shard selector, or NULL */
+	char *shard_q;                   /* URL-escaped shard selector, or NULL:
+	                                    none, or one of every namespace */
 	const struct rs_shard_ranges *shard;   /* its ranges, or NULL */
 	long page_size;                  /* 0: no pagination */
 	int stream_list;                 /* list by a streaming watch */

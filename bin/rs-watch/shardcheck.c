@@ -66,7 +66,8 @@ probe(struct reflector *r)
 void
 shard_tell(struct reflector *r)
 {
-	if (r->o->shard == NULL || atomic_load(&told))
+	/* none sent (a selector of every namespace): nothing to ask */
+	if (r->o->shard_q == NULL || atomic_load(&told))
 		return;
 	if (r->ls.echo == 0)
 		probe(r);

@@ -8,7 +8,8 @@
  * answer of a server that filtered echoes the selector in
  * metadata.shardInfo; a streaming list says nothing (its closing bookmark
  * carries only k8s.io/initial-events-end, apiserver v0.36.3), so after one
- * a LIST of one item asks, once. */
+ * a LIST of one item asks, once. A selector of every namespace is not sent
+ * (main.c says so): the check passes everything and nobody is asked. */
 #ifndef RS_WATCH_SHARDCHECK_H
 #define RS_WATCH_SHARDCHECK_H
 
@@ -22,7 +23,8 @@ int shard_keep(struct reflector *r, const struct objtext *t);
 /* A list answer did (1) or did not (0) carry metadata.shardInfo. */
 void shard_echo(struct reflector *r, int echoed);
 /* The list is complete: says, once for the process, who filters; after a
- * streaming list, by asking for one item. */
+ * streaming list, by asking for one item. Nothing when no selector is
+ * sent. */
 void shard_tell(struct reflector *r);
 
 #endif

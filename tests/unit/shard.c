@@ -153,7 +153,8 @@ selector_longest(void **state)
 }
 
 /* Each selector of every set of buckets of small B matches exactly the
- * hashes of those buckets: bounds and their neighbours. */
+ * hashes of those buckets: bounds and their neighbours; only the set of
+ * all of them is whole. */
 static void
 selector_round_trip(void **state)
 {
@@ -176,6 +177,8 @@ selector_round_trip(void **state)
 				assert_int_equal(rs_shard_match_hash(&r,
 				    lo + (hi - lo) / 2), in);
 			}
+			assert_int_equal(rs_shard_ranges_whole(&r),
+			    set == (1ULL << b) - 1);
 			rs_shard_ranges_free(&r);
 			free(s);
 		}
@@ -293,6 +296,48 @@ match_namespaces(void **state)
 	rs_shard_ranges_free(&hi);
 }
 
+/* Whole or not, as the ranges fall: in any order, overlapping, nested;
+ * a hole of one hash, at 0, at the top or between two, is not whole. */
+static const struct { const char *sel; int whole; } wholes[] = {
+	{ R("0x0000000000000000", TOP), 1 },
+	{ R("0x0000000000000000", "0x8000000000000000") " || "
+	    R("0x8000000000000000", TOP), 1 },
+	{ R("0x8000000000000000", TOP) " || "
+	    R("0x0000000000000000", "0x8000000000000000"), 1 },
+	{ R("0xc000000000000000", TOP) " || " R("0x4000000000000000",
+	    "0xd000000000000000") " || " R("0x0000000000000000",
+	    "0x5000000000000000"), 1 },
+	{ R("0x1000000000000000", "0x2000000000000000") " || "
+	    R("0x0000000000000000", TOP), 1 },
+	{ R("0x0000000000000000", "0x8000000000000000") " || "
+	    R("0x0000000000000000", "0x8000000000000000") " || "
+	    R("0x7fffffffffffffff", TOP), 1 },
+	{ R("0x0000000000000001", TOP), 0 },
+	{ R("0x0000000000000000", "0xffffffffffffffff"), 0 },
+	{ R("0x0000000000000000", "0x8000000000000000") " || "
+	    R("0x8000000000000001", TOP), 0 },
+	{ R("0x8000000000000001", TOP) " || "
+	    R("0x0000000000000000", "0x8000000000000000"), 0 },
+	{ R("0x0000000000000000", "0x4000000000000000") " || "
+	    R("0x8000000000000000", TOP), 0 },
+};
+
+static void
+ranges_whole(void **state)
+{
+	struct rs_shard_ranges none = { NULL, 0 };
+
+	for (size_t i = 0; i < sizeof wholes / sizeof wholes[0]; i++) {
+		struct rs_shard_ranges r;
+
+		assert_int_equal(rs_shard_parse(wholes[i].sel, &r), RS_OK);
+		if (rs_shard_ranges_whole(&r) != wholes[i].whole)
+			fail_msg("%s: whole %d", wholes[i].sel, !wholes[i].whole);
+		rs_shard_ranges_free(&r);
+	}
+	assert_false(rs_shard_ranges_whole(&none));
+}
+
 int
 main(void)
 {
@@ -307,6 +352,7 @@ main(void)
 		cmocka_unit_test(parse_accepted),
 		cmocka_unit_test(parse_refused),
 		cmocka_unit_test(match_namespaces),
+		cmocka_unit_test(ranges_whole),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
