@@ -221,6 +221,61 @@ test_watch_client_filters() {
   watch_events off
 }
 
+# The selector of every bucket, as rs-lease writes it for an instance
+# holding all B.
+WHOLE=$(shardpy selector $B $(seq 0 $((B - 1))))
+
+# gets LOG: the path of each list and watch rs-watch -v 4 sent, a line.
+gets() { sed -n 's/.* rs-watch\] GET \([^ ]*\).*/\1/p' "$1"; }
+
+# A selector of every namespace filters nothing, so rs-watch sends none
+# (a server with the gate would check each object against it for
+# nothing): no list or watch carries shardSelector, every namespace's
+# objects come, listed and watched, the check here passes them all, and
+# rs-watch says so once instead of asking who filters. The same rs-watch
+# with half the buckets ($SEL) sends it with every request.
+test_watch_whole_selector_sends_none() {
+  need_cluster || return
+  assertEquals "one range, to the top" "shardRange(object.metadata.namespace, '0x0000000000000000', '0x10000000000000000')" "$WHOLE"
+  objects wh || { fail "unable to make the objects"; return; }
+  check_split wh
+  rs_bg rs-watch -v 4 --shard-selector "$WHOLE" pods replicasets >"$OUT.s" 2>"$OUT.s.log"
+  rs_bg rs-watch -v 4 --list pages --shard-selector "$WHOLE" pods replicasets >"$OUT.p" 2>"$OUT.p.log"
+  rs_bg rs-watch -v 4 --list pages --shard-selector "$SEL" pods replicasets >"$OUT.h" 2>"$OUT.h.log"
+  for m in s p h; do
+    assertTrue "SYNCED ($m)" "wait_for 30 synced_n $OUT.$m 2"
+  done
+  for m in s p; do
+    assertEquals "every namespace's objects listed ($m)" "$(sort "$TMP/wh.want" "$TMP/wh.out")" \
+      "$(printed "$OUT.$m" "$TMP/wh.ns")"
+  done
+  in=$(sed 's|.* ||; s|/.*||' "$TMP/wh.want" | head -1)
+  out=$(sed 's|.* ||; s|/.*||' "$TMP/wh.out" | head -1)
+  pod "$out" later-out
+  pod "$in" later-in
+  for m in s p; do
+    assertTrue "a pod out of half the buckets watched ($m)" \
+      "wait_for 20 grep -q '\"name\":\"later-out\"' $OUT.$m"
+    assertEquals "said once: nothing to filter ($m)" 1 \
+      "$(grep -c 'the shard selector covers every namespace, so there is nothing to filter: listing and watching without shardSelector' "$OUT.$m.log")"
+    assertEquals "the server not asked, nothing said of who filters ($m)" "" \
+      "$(grep -e 'filters by the shard selector' -e 'does not filter' -e 'whether the server filters' "$OUT.$m.log")"
+    assertEquals "nothing dropped ($m)" 2 \
+      "$(grep -c 'listed [0-9]* [a-z]* (0 out of the shard dropped)' "$OUT.$m.log")"
+    assertEquals "no request with shardSelector ($m)" "" "$(gets "$OUT.$m.log" | grep shardSelector)"
+  done
+  assertEquals "two streaming lists, their watches after" 2 "$(gets "$OUT.s.log" | grep -c 'sendInitialEvents=true')"
+  assertTrue "lists in pages" "[ $(gets "$OUT.p.log" | grep -vc 'watch=1') -ge 2 ]"
+  assertTrue "then watches" "[ $(gets "$OUT.p.log" | grep -c 'watch=1') -ge 2 ]"
+  # half the buckets: every list and watch, and the question, carries it
+  assertTrue "half: lists and watches" "[ $(gets "$OUT.h.log" | grep -c 'watch=1') -ge 2 ] && [ $(gets "$OUT.h.log" | grep -vc 'watch=1') -ge 2 ]"
+  assertEquals "half: every request with shardSelector" "" "$(gets "$OUT.h.log" | grep -v '&shardSelector=')"
+  assertEquals "half: the server filters" 1 "$(grep -c 'the server filters by the shard selector' "$OUT.h.log")"
+  # events come in order: the second printed, the first was filtered
+  assertTrue "half: a pod in the shard watched" "wait_for 20 grep -q '\"name\":\"later-in\"' $OUT.h"
+  assertEquals "half: no pod out of the shard" 0 "$(grep -c '"name":"later-out"' "$OUT.h")"
+}
+
 # A relist after 410 on the server that sends everything: the difference
 # is printed for the shard only; objects out of it, deleted or not, were
 # never printed and are never DELETED.
@@ -633,6 +688,9 @@ test_metrics_of_two_instances() {
   u1=$MURL
   all=$(rs_keys_in $(seq 0 $((B - 1))))
   assertTrue "m1 synced: rs_shard_keys $all" "wait_for 60 figure_is $u1 rs_shard_keys $all"
+  # every bucket: the whole range, which rs-watch does not send
+  assertEquals "m1's watch sends no selector" 1 \
+    "$(grep -c 'rs-watch\] the shard selector covers every namespace' "$TMP/m1/pipeline.log")"
   assertEquals "rs_shard_buckets" "$B" "$(figure "$u1" rs_shard_buckets)"
   assertEquals "m1's rs_shard_buckets_held" "$B" "$(figure "$u1" rs_shard_buckets_held)"
   assertEquals "m1's buckets, one series each" "$(seq 0 $((B - 1)) | tr '\n' ' ' | sed 's/ $//')" "$(bucket_series "$u1")"
@@ -652,6 +710,13 @@ test_metrics_of_two_instances() {
   echo "m1 holds $h1, m2 $h2; $all keys, $d1 of them in m2's buckets"
   assertTrue "m1 synced again: rs_shard_keys $((all - d1))" "wait_for 60 figure_is $u1 rs_shard_keys $((all - d1))"
   assertTrue "m2 synced: rs_shard_keys $g2" "wait_for 60 figure_is $u2 rs_shard_keys $g2"
+  # the pipeline restarted with half the buckets: its selector is sent
+  for i in m1 m2; do
+    assertTrue "$i's watch filtered by the server" \
+      "wait_for 20 grep -q 'the server filters by the shard selector' $TMP/$i/pipeline.log"
+  done
+  assertEquals "m1's watch sent no selector only while it held all" 1 \
+    "$(grep -c 'the shard selector covers every namespace' "$TMP/m1/pipeline.log")"
   assertEquals "m1's buckets" "$h1" "$(bucket_series "$u1")"
   assertEquals "m2's buckets" "$h2" "$(bucket_series "$u2")"
   assertEquals "m1's rs_shard_buckets_held" 4 "$(figure "$u1" rs_shard_buckets_held)"
