@@ -24,6 +24,7 @@ shunit2:/usr/bin/shunit2
 openssl:cmd/openssl
 curl:cmd/curl
 gnuplot-nox:cmd/gnuplot
+nghttp2-client:cmd/h2load
 procps:cmd/ps
 dpkg-dev:cmd/dpkg-buildpackage
 debhelper:cmd/dh

@@ -10,10 +10,14 @@
  *
  *   bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] [--settle MS]
  *       -n NS CMD
- *   rs PREFIX COUNT REPLICAS [--pods] [--status]
+ *   rs PREFIX COUNT REPLICAS [--pods] [--status | --put-status]
  *       ReplicaSets PREFIX-0 .. PREFIX-(COUNT-1) of REPLICAS pods (label
  *       app=NAME); --pods also creates their pods, owned by them (as a
- *       controller would); --status then writes each one's status.
+ *       controller would); --status then writes each one's status (a
+ *       merge patch); --put-status writes it as rs-apply does, a PUT of
+ *       the object as created (its resourceVersion, no spec, no
+ *       managedFields) with the status set: the request of the write's
+ *       floor (bench/controller/floor).
  *   scale NAME REPLICAS [--pods] [--status]
  *       sets spec.replicas; --pods also deletes the surplus pods (listed
  *       first), --status then writes the status.
@@ -78,7 +82,7 @@
 static const char usage_text[] =
     "usage: bulk [--kubeconfig F] [--qps Q] [--burst B] [--inflight W] "
     "[--settle MS] -n NS CMD\n"
-    "  rs PREFIX COUNT REPLICAS [--pods] [--status]\n"
+    "  rs PREFIX COUNT REPLICAS [--pods] [--status | --put-status]\n"
     "  scale NAME REPLICAS [--pods] [--status]\n"
     "  ready [--status]\n"
     "  churn FRACTION SEED [--replace] [--status]\n"
@@ -428,6 +432,7 @@ status_req(const char *ns, const char *name, long replicas, long ready,
 
 struct rs_state {
 	char **names, **uids;
+	cJSON **objects;               /* as created, for --put-status */
 	long count, replicas;
 };
 
@@ -444,14 +449,51 @@ rs_created(struct bulk *b, struct req *r, const char *body)
 	    (uid = rs_json_str(o, "metadata", "uid", NULL)) == NULL)
 		rs_fatal(111, "unable to read the uid of %s", r->path);
 	rs_st->uids[r->id] = xprintf("%s", uid);
-	cJSON_Delete(o);
+	if (rs_st->objects != NULL)
+		rs_st->objects[r->id] = o;
+	else
+		cJSON_Delete(o);
+}
+
+/* The PUT of a status write's floor: the object as created, status set as
+ * status_req's, the fields rs-sync leaves out of a status intent left out
+ * (spec: the server keeps its own on a status write; managedFields). The
+ * body is made here, before the batch, as a plain client would have it. */
+static struct req
+put_status_req(const char *ns, const char *name, cJSON *take, long replicas,
+    long generation)
+{
+	cJSON *st = cJSON_CreateObject();
+	char *body, *copy;
+
+	if (st == NULL)
+		rs_fatal(111, "unable to allocate");
+	cJSON_DeleteItemFromObjectCaseSensitive(take, "spec");
+	cJSON_DeleteItemFromObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
+	cJSON_AddNumberToObject(st, "replicas", replicas);
+	cJSON_AddNumberToObject(st, "fullyLabeledReplicas", replicas);
+	cJSON_AddNumberToObject(st, "readyReplicas", 0);
+	cJSON_AddNumberToObject(st, "availableReplicas", 0);
+	cJSON_AddNumberToObject(st, "terminatingReplicas", 0);
+	cJSON_AddNumberToObject(st, "observedGeneration", generation);
+	cJSON_DeleteItemFromObjectCaseSensitive(take, "status");
+	cJSON_AddItemToObject(take, "status", st);
+	if ((body = rs_json_print(take)) == NULL)
+		rs_fatal(111, "unable to allocate");
+	cJSON_Delete(take);
+	copy = xprintf("%s", body);     /* run_batch frees with free(3) */
+	cJSON_free(body);
+	return mkreq("PUT", xprintf("/apis/apps/v1/namespaces/%s/"
+	    "replicasets/%s/status", ns, name), NULL, copy, "PUT",
+	    "replicasets/status", 0);
 }
 
 static int
 cmd_rs(struct bulk *b, int argc, char **argv)
 {
 	struct rs_state st;
-	int pods = 0, status = 0;
+	int pods = 0, status = 0, put = 0;
 	struct req *v;
 	size_t n;
 
@@ -462,6 +504,8 @@ cmd_rs(struct bulk *b, int argc, char **argv)
 			pods = 1;
 		else if (strcmp(argv[i], "--status") == 0)
 			status = 1;
+		else if (strcmp(argv[i], "--put-status") == 0)
+			status = put = 1;
 		else
 			usage(100);
 	}
@@ -471,6 +515,7 @@ cmd_rs(struct bulk *b, int argc, char **argv)
 		usage(100);
 	st.names = xmalloc(st.count * sizeof *st.names);
 	st.uids = xmalloc(st.count * sizeof *st.uids);
+	st.objects = put ? xmalloc(st.count * sizeof *st.objects) : NULL;
 	rs_st = &st;
 	v = xmalloc(st.count * sizeof *v);
 	for (long i = 0; i < st.count; i++) {
@@ -495,10 +540,13 @@ cmd_rs(struct bulk *b, int argc, char **argv)
 	if (status) {
 		v = xmalloc(st.count * sizeof *v);
 		for (long i = 0; i < st.count; i++)
-			v[i] = status_req(b->ns, st.names[i],
+			v[i] = put ? put_status_req(b->ns, st.names[i],
+			    st.objects[i], pods ? st.replicas : 0, 1) :
+			    status_req(b->ns, st.names[i],
 			    pods ? st.replicas : 0, 0, 1);
 		run_batch(b, v, st.count, NULL);
 	}
+	free(st.objects);
 	for (long i = 0; i < st.count; i++) {
 		free(st.names[i]);
 		free(st.uids[i]);
