@@ -404,28 +404,56 @@ pod_body(const char *ns, const char *owner, const char *uid)
 	    "\"}]}}", owner, ns, owner, owner, uid);
 }
 
-/* A merge patch of the status, as a controller's status write (every pod
- * carries the template's labels). Every count is written, zeros included,
- * since a merge patch keeps what it does not name; terminatingReplicas too,
- * as both controllers report it on this release (no pod here lingers), so
- * that a controller starting on a cluster set up this way has nothing to
- * write. generation 0: observedGeneration not written. */
+/* A controller's status of a ReplicaSet whose pods all carry the
+ * template's labels. Every count is written, zeros included, since a merge
+ * patch keeps what it does not name; terminatingReplicas too, as both
+ * controllers report it on this release (no pod here lingers), so that a
+ * controller starting on a cluster set up this way has nothing to write.
+ * generation 0: observedGeneration not written. */
+static cJSON *
+status_json(long replicas, long ready, long generation)
+{
+	cJSON *st = cJSON_CreateObject();
+
+	if (st == NULL ||
+	    !cJSON_AddNumberToObject(st, "replicas", replicas) ||
+	    !cJSON_AddNumberToObject(st, "fullyLabeledReplicas", replicas) ||
+	    !cJSON_AddNumberToObject(st, "readyReplicas", ready) ||
+	    !cJSON_AddNumberToObject(st, "availableReplicas", ready) ||
+	    !cJSON_AddNumberToObject(st, "terminatingReplicas", 0) ||
+	    (generation > 0 &&
+	    !cJSON_AddNumberToObject(st, "observedGeneration", generation)))
+		rs_fatal(111, "unable to allocate");
+	return st;
+}
+
+/* The text of take, which it frees. run_batch frees a body with free(3):
+ * cJSON allocates with malloc, as nothing here calls cJSON_InitHooks. */
+static char *
+print_take(cJSON *take)
+{
+	char *s = rs_json_print(take);
+
+	if (s == NULL)
+		rs_fatal(111, "unable to allocate");
+	cJSON_Delete(take);
+	return s;
+}
+
+/* A merge patch of the status (status_json's), as a controller's status
+ * write. */
 static struct req
 status_req(const char *ns, const char *name, long replicas, long ready,
     long generation)
 {
-	char gen[64] = "";
+	cJSON *p = cJSON_CreateObject();
 
-	if (generation > 0)
-		snprintf(gen, sizeof gen, ",\"observedGeneration\":%ld",
-		    generation);
+	if (p == NULL || !cJSON_AddItemToObject(p, "status",
+	    status_json(replicas, ready, generation)))
+		rs_fatal(111, "unable to allocate");
 	return mkreq("PATCH", xprintf("/apis/apps/v1/namespaces/%s/"
 	    "replicasets/%s/status", ns, name), "application/merge-patch+json",
-	    xprintf("{\"status\":{\"replicas\":%ld,\"fullyLabeledReplicas\":"
-	    "%ld,\"readyReplicas\":%ld,\"availableReplicas\":%ld,"
-	    "\"terminatingReplicas\":0%s}}",
-	    replicas, replicas, ready, ready, gen), "PATCH",
-	    "replicasets/status", 0);
+	    print_take(p), "PATCH", "replicasets/status", 0);
 }
 
 /* rs */
@@ -463,29 +491,15 @@ static struct req
 put_status_req(const char *ns, const char *name, cJSON *take, long replicas,
     long generation)
 {
-	cJSON *st = cJSON_CreateObject();
-	char *body, *copy;
-
-	if (st == NULL)
-		rs_fatal(111, "unable to allocate");
 	cJSON_DeleteItemFromObjectCaseSensitive(take, "spec");
 	cJSON_DeleteItemFromObjectCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
-	cJSON_AddNumberToObject(st, "replicas", replicas);
-	cJSON_AddNumberToObject(st, "fullyLabeledReplicas", replicas);
-	cJSON_AddNumberToObject(st, "readyReplicas", 0);
-	cJSON_AddNumberToObject(st, "availableReplicas", 0);
-	cJSON_AddNumberToObject(st, "terminatingReplicas", 0);
-	cJSON_AddNumberToObject(st, "observedGeneration", generation);
 	cJSON_DeleteItemFromObjectCaseSensitive(take, "status");
-	cJSON_AddItemToObject(take, "status", st);
-	if ((body = rs_json_print(take)) == NULL)
+	if (!cJSON_AddItemToObject(take, "status",
+	    status_json(replicas, 0, generation)))
 		rs_fatal(111, "unable to allocate");
-	cJSON_Delete(take);
-	copy = xprintf("%s", body);     /* run_batch frees with free(3) */
-	cJSON_free(body);
 	return mkreq("PUT", xprintf("/apis/apps/v1/namespaces/%s/"
-	    "replicasets/%s/status", ns, name), NULL, copy, "PUT",
+	    "replicasets/%s/status", ns, name), NULL, print_take(take), "PUT",
 	    "replicasets/status", 0);
 }
 
