@@ -173,7 +173,7 @@ list_done(struct reflector *r, const char *rv)
 	else
 		snprintf(how, sizeof how, "%ld page%s", r->ls.pages,
 		    r->ls.pages == 1 ? "" : "s");
-	if (r->o->shard)
+	if (r->o->shard_said)
 		snprintf(drop, sizeof drop, " (%ld out of the shard dropped)",
 		    r->ls.dropped);
 	rs_info(1, "listed %ld %s%s in %s at resourceVersion %s in %.2f s",

@@ -161,6 +161,7 @@ parse_shard(struct flags *f, const char *sel)
 		rs_flag_fail("invalid --shard-selector: %s", why);
 	f->shard = sel;
 	f->wo.shard = &f->ranges;
+	f->wo.shard_said = 1;
 }
 
 static void
@@ -268,8 +269,8 @@ escape_or_die(const char *s)
 
 /* A selector of every namespace filters nothing, yet a server with the
  * gate would check each object against it and rs-watch would ask it once
- * whether it filters: work with no result. So it is not sent; the check
- * here stays, and passes everything. */
+ * whether it filters: work with no result. So it is not sent, nor is each
+ * object checked here, as every one would pass. */
 static int
 shard_whole(const struct flags *f)
 {
@@ -347,7 +348,10 @@ main(int argc, char **argv)
 	rf = make_reflectors(n, argv + optind, &f.wo);
 	f.wo.label_q = escape_or_die(f.label);
 	f.wo.field_q = escape_or_die(f.field);
-	f.wo.shard_q = shard_whole(&f) ? NULL : escape_or_die(f.shard);
+	if (shard_whole(&f))
+		f.wo.shard = NULL;      /* every object would pass the check */
+	else
+		f.wo.shard_q = escape_or_die(f.shard);
 
 	if ((rc = rs_kube_config_load(&f.cf.ko, &cfg)) != RS_OK)
 		rs_fatal(rs_exit_code(rc), "unable to load the API configuration: %s",

@@ -42,7 +42,10 @@ struct watch_opts {
 	char *label_q, *field_q;         /* URL-escaped selectors, or NULL */
 	char *shard_q;                   /* URL-escaped shard selector, or NULL:
 	                                    none, or one of every namespace */
-	const struct rs_shard_ranges *shard;   /* its ranges, or NULL */
+	const struct rs_shard_ranges *shard;   /* its ranges, or NULL: none,
+	                                    or of every namespace (all pass) */
+	int shard_said;                  /* --shard-selector given: each
+	                                    list says what it dropped */
 	long page_size;                  /* 0: no pagination */
 	int stream_list;                 /* list by a streaming watch */
 	int trim;                        /* drop metadata.managedFields */

@@ -8,8 +8,9 @@
  * answer of a server that filtered echoes the selector in
  * metadata.shardInfo; a streaming list says nothing (its closing bookmark
  * carries only k8s.io/initial-events-end, apiserver v0.36.3), so after one
- * a LIST of one item asks, once. A selector of every namespace is not sent
- * (main.c says so): the check passes everything and nobody is asked. */
+ * a LIST of one item asks, once. A selector of every namespace is neither
+ * sent nor checked (main.c says so), every object would pass; nobody is
+ * asked. */
 #ifndef RS_WATCH_SHARDCHECK_H
 #define RS_WATCH_SHARDCHECK_H
 
