@@ -7,7 +7,7 @@
 #include "clock.h"
 #include "intern.h"
 #include "json.h"
-#include "ownerref.h"
+#include "scan.h"
 
 void
 cache_init(struct cache *c, const struct kind *k)
@@ -43,25 +43,41 @@ packed_size(const char **strs, int n)
 	return t;
 }
 
+/* The part v of an object's text as a tree, NULL for an empty span: the
+ * parts read with the trees' rules (selectors, labels, a status) are
+ * small beside the whole object, and its managedFields. */
 static rs_code
-ctrl_selector(const struct kind *k, const cJSON *obj, struct ctrl *r,
+subtree(const char *buf, struct rs_jspan v, cJSON **out, char *why,
+    size_t len)
+{
+	rs_code rc;
+
+	*out = NULL;
+	if (v.end == v.off)
+		return RS_OK;
+	rc = rs_json_parse(buf + v.off, v.end - v.off, out, NULL);
+	if (rc == RS_EPARSE)    /* cJSON refused what rs_jscan took */
+		rs_why(rc, why, len, "unreadable JSON at byte %zu", v.off);
+	return rc;
+}
+
+static rs_code
+ctrl_selector(const struct kind *k, const cJSON *s, struct ctrl *r,
     char *why, size_t len)
 {
-	const cJSON *s = rs_json_get(obj, "spec", "selector", NULL);
-
 	if (k->map_selector)
 		return rs_selector_from_map(s, &r->sel, why, len);
 	return rs_selector_from_label_selector(s, &r->sel, why, len);
 }
 
-/* spec.FIELD as the int32 the API validates; hostile input is clamped
+/* spec.FIELD (v) as the int32 the API validates; hostile input is clamped
  * rather than wrapped (4294967299 must not read as 3). */
 static int32_t
-int32_field(const cJSON *obj, long long dflt, const char *field)
+int32_field(const char *buf, struct rs_jspan v, long long dflt)
 {
-	long long v = rs_json_int(obj, dflt, "spec", field, NULL);
+	long long n = scan_int(buf, v, dflt);
 
-	return v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : (int32_t)v;
+	return n < 0 ? 0 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
 }
 
 const char *const status_count_name[SC_N] = {
@@ -142,68 +158,195 @@ status_counts_read(const cJSON *st, struct status_counts *out)
 	out->plain = 1;
 }
 
-rs_code
-ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out, char *why,
-    size_t len)
+static char *
+put_span(char *out, const char *buf, struct rs_jspan v)
 {
-	const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
-	const char *name = rs_json_str(take, "metadata", "name", NULL);
-	const cJSON *ref = rs_controller_ref(take);
-	char key[512];
-	struct ctrl *r;
-	cJSON *st;
-	int oom = 0;
+	memcpy(out, buf + v.off, v.end - v.off);
+	return out + (v.end - v.off);
+}
+
+char *
+ctrl_strip(char *out, const char *buf, struct rs_jspan obj,
+    const char *const *names, struct rs_jspan *dropped)
+{
+	struct rs_jiter it;
+	struct rs_jspan k, v;
+	int dropped_one = 0, entered = 0, first = 1;
+
+	if (rs_jscan_type(buf, obj) != RS_JOBJECT ||
+	    rs_jscan_iter(&it, buf, obj) != RS_OK)
+		return put_span(out, buf, obj);
+	*out++ = '{';
+	while (rs_jscan_member(&it, &k, &v) == RS_OK) {
+		if (names[0] && !dropped_one && rs_jscan_keyeq(buf, k, names[0])) {
+			dropped_one = 1;
+			if (dropped)
+				*dropped = v;
+			continue;
+		}
+		if (!first)
+			*out++ = ',';
+		first = 0;
+		out = put_span(out, buf, k);
+		*out++ = ':';
+		if (names[0] && names[1] && !entered &&
+		    rs_jscan_keyeq(buf, k, names[1])) {
+			entered = 1;
+			out = ctrl_strip(out, buf, v, names + 2, NULL);
+		} else
+			out = put_span(out, buf, v);
+	}
+	*out++ = '}';
+	return out;
+}
+
+/* What a controller is read for, each the first member of its name. */
+enum { C_METADATA, C_SPEC, C_STATUS, C_N };
+static const char *const ctrl_names[C_N] = { "metadata", "spec", "status" };
+enum { CM_NAMESPACE, CM_NAME, CM_UID, CM_RV, CM_GENERATION, CM_DELETED,
+    CM_OWNERS, CM_N };
+static const char *const cmeta_names[CM_N] = { "namespace", "name", "uid",
+    "resourceVersion", "generation", "deletionTimestamp", "ownerReferences" };
+enum { CS_REPLICAS, CS_MIN_READY, CS_SELECTOR, CS_TEMPLATE, CS_N };
+static const char *const cspec_names[CS_N] = { "replicas", "minReadySeconds",
+    "selector", "template" };
+
+struct ctrl_text {
+	const char *buf;
+	struct rs_jspan top[C_N], meta[CM_N], spec[CS_N];
+	const char *ns, *name;
+};
+
+/* The parts of the object, and its namespace and name (in the scan
+ * buffer); RS_EPARSE without them. */
+static rs_code
+ctrl_text_read(const struct kind *k, struct ctrl_text *t, const char *buf,
+    struct rs_jspan obj, char *why, size_t len)
+{
 	rs_code rc;
 
-	if (ns == NULL || name == NULL) {
-		snprintf(why, len, "%s without metadata.namespace or metadata.name",
-		    k->kind);
-		cJSON_Delete(take);
-		return RS_EPARSE;
-	}
-	snprintf(key, sizeof key, "%s/%s", ns, name);
+	if ((rc = scan_reset(obj.end - obj.off + 1)) != RS_OK)
+		return rc;
+	t->buf = buf;
+	(void)rs_jscan_pick(buf, obj, ctrl_names, t->top, C_N);
+	(void)rs_jscan_pick(buf, t->top[C_METADATA], cmeta_names, t->meta, CM_N);
+	(void)rs_jscan_pick(buf, t->top[C_SPEC], cspec_names, t->spec, CS_N);
+	t->ns = scan_str(buf, t->meta[CM_NAMESPACE]);
+	t->name = scan_str(buf, t->meta[CM_NAME]);
+	if (t->ns == NULL || t->name == NULL)
+		return rs_why(RS_EPARSE, why, len,
+		    "%s without metadata.namespace or metadata.name", k->kind);
+	return RS_OK;
+}
+
+rs_code
+ctrl_key(const struct kind *k, const char *buf, struct rs_jspan obj,
+    char *key, size_t keylen, const char **uid)
+{
+	struct ctrl_text t;
+	char why[128];
+	rs_code rc;
+
+	if ((rc = ctrl_text_read(k, &t, buf, obj, why, sizeof why)) != RS_OK)
+		return rc;
+	snprintf(key, keylen, "%s/%s", t.ns, t.name);
+	*uid = scan_str(buf, t.meta[CM_UID]);
+	return RS_OK;
+}
+
+/* The object's text but its status and managedFields (r->text), and its
+ * status apart, as a tree once printed (r->status, r->counts). */
+static rs_code
+ctrl_texts(struct ctrl *r, const struct ctrl_text *t, struct rs_jspan obj,
+    char *why, size_t len)
+{
+	static const char *const strip[] = { "status", "metadata",
+	    "managedFields", NULL };
+	struct rs_jspan st = { 0, 0 };
+	cJSON *tree;
+	char *end, *small;
+	rs_code rc;
+
+	if ((r->text = malloc(obj.end - obj.off + 1)) == NULL)
+		return RS_ENOMEM;
+	end = ctrl_strip(r->text, t->buf, obj, strip, &st);
+	*end = '\0';
+	if ((small = realloc(r->text, end - r->text + 1)) != NULL)
+		r->text = small;
+	if ((rc = subtree(t->buf, st, &tree, why, len)) != RS_OK)
+		return rc;
+	status_counts_read(tree, &r->counts);
+	if (cJSON_IsObject(tree) && (r->status = cJSON_PrintUnformatted(tree)) ==
+	    NULL)
+		rc = RS_ENOMEM;
+	cJSON_Delete(tree);
+	return rc;
+}
+
+/* The template's labels (an error fails the object), then the selector
+ * (an invalid one leaves r->sel NULL, why says it). */
+static rs_code
+ctrl_spec(const struct kind *k, struct ctrl *r, const struct ctrl_text *t,
+    char *why, size_t len)
+{
+	struct rs_jspan v = { 0, 0 };
+	cJSON *tree;
+	rs_code rc;
+
+	(void)rs_jscan_get(t->buf, t->spec[CS_TEMPLATE], &v, "metadata",
+	    "labels", NULL);
+	if ((rc = subtree(t->buf, v, &tree, why, len)) != RS_OK)
+		return rc;
+	rc = rs_labels_from_json(tree, &r->tmpl_labels, why, len);
+	cJSON_Delete(tree);
+	if (rc != RS_OK)
+		return rc;
+	if ((rc = subtree(t->buf, t->spec[CS_SELECTOR], &tree, why,
+	    len)) != RS_OK)
+		return rc;
+	if (ctrl_selector(k, tree, r, why, len) != RS_OK)
+		r->sel = NULL;  /* kept: upstream skips the sync, not the object */
+	cJSON_Delete(tree);
+	return RS_OK;
+}
+
+rs_code
+ctrl_decode(const struct kind *k, const char *buf, struct rs_jspan obj,
+    struct ctrl **out, char *why, size_t len)
+{
+	struct ctrl_text t;
+	const char *ref[3];
+	char key[512];
+	struct ctrl *r;
+	rs_code rc;
+
+	if ((rc = ctrl_text_read(k, &t, buf, obj, why, len)) != RS_OK)
+		return rc;
+	snprintf(key, sizeof key, "%s/%s", t.ns, t.name);
+	scan_controller_ref(buf, t.meta[CM_OWNERS], ref);
 	const char *strs[] = {
-		key, ns, name,
-		rs_json_str(take, "metadata", "uid", NULL),
-		rs_json_str(take, "metadata", "resourceVersion", NULL),
-		ref ? rs_json_str(ref, "uid", NULL) : NULL,
+		key, t.ns, t.name,
+		scan_str(buf, t.meta[CM_UID]),
+		scan_str(buf, t.meta[CM_RV]),
+		ref[2],
 	};
 	int n = sizeof strs / sizeof strs[0];
 	if (strs[3] == NULL)
 		strs[3] = "";
 	if (strs[4] == NULL)
 		strs[4] = "";
-	if ((r = calloc(1, sizeof *r + packed_size(strs, n))) == NULL) {
-		cJSON_Delete(take);
+	if ((r = calloc(1, sizeof *r + packed_size(strs, n))) == NULL)
 		return RS_ENOMEM;
-	}
 	const char **dst[] = { &r->key, &r->ns, &r->name, &r->uid, &r->rv,
 	    &r->owner_uid };
 	pack(r->strings, strs, dst, n);
-	cJSON_DeleteItemFromObjectCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(take, "metadata"), "managedFields");
-	st = cJSON_DetachItemFromObjectCaseSensitive(take, "status");
-	status_counts_read(st, &r->counts);
-	if (cJSON_IsObject(st) && (r->status = cJSON_PrintUnformatted(st)) ==
-	    NULL)
-		oom = 1;
-	cJSON_Delete(st);
-	if (oom || (r->text = cJSON_PrintUnformatted(take)) == NULL) {
-		cJSON_Delete(take);
-		ctrl_free(r);
-		return RS_ENOMEM;
-	}
-	r->generation = rs_json_int(take, 0, "metadata", "generation", NULL);
-	r->deleting = rs_json_get(take, "metadata", "deletionTimestamp", NULL) != NULL &&
-	    !cJSON_IsNull(rs_json_get(take, "metadata", "deletionTimestamp", NULL));
-	r->replicas = int32_field(take, 1, "replicas");
-	r->min_ready = int32_field(take, 0, "minReadySeconds");
-	rc = rs_labels_from_json(rs_json_get(take, "spec", "template", "metadata",
-	    "labels", NULL), &r->tmpl_labels, why, len);
-	if (rc == RS_OK && ctrl_selector(k, take, r, why, len) != RS_OK)
-		r->sel = NULL;  /* kept: upstream skips the sync, not the object */
-	cJSON_Delete(take);
-	if (rc != RS_OK) {
+	r->generation = scan_int(buf, t.meta[CM_GENERATION], 0);
+	r->deleting = rs_jscan_type(buf, t.meta[CM_DELETED]) != RS_JNONE &&
+	    rs_jscan_type(buf, t.meta[CM_DELETED]) != RS_JNULL;
+	r->replicas = int32_field(buf, t.spec[CS_REPLICAS], 1);
+	r->min_ready = int32_field(buf, t.spec[CS_MIN_READY], 0);
+	if ((rc = ctrl_texts(r, &t, obj, why, len)) != RS_OK ||
+	    (rc = ctrl_spec(k, r, &t, why, len)) != RS_OK) {
 		ctrl_free(r);
 		return rc;
 	}
@@ -219,7 +362,7 @@ ctrl_free(struct ctrl *r)
 	rs_selector_free(r->sel);
 	rs_labels_free(r->tmpl_labels);
 	cJSON_free(r->status);
-	cJSON_free(r->text);
+	free(r->text);
 	free(r);
 }
 

@@ -93,10 +93,10 @@ struct ctrl {
 	                                  ReplicaSets and no pod: 20.1 ->
 	                                  16.4 MB; 17.0 with counts), and
 	                                  only a sync that writes parses it */
-	char *text;                    /* the rest, managedFields removed,
-	                                  printed: as a cJSON tree it would
-	                                  take four times the memory, and only
-	                                  a sync that writes reads it
+	char *text;                    /* the rest, managedFields removed
+	                                  (ctrl_strip): as a cJSON tree it
+	                                  would take four times the memory,
+	                                  and only a sync that writes reads it
 	                                  (ctrl_object) */
 	char strings[];
 };
@@ -132,8 +132,24 @@ rs_code pod_decode(const char *buf, struct rs_jspan obj, struct pod **out,
     char *why, size_t len);
 rs_code pod_key(const char *buf, struct rs_jspan obj, char *key,
     size_t keylen);
-rs_code ctrl_decode(const struct kind *k, cJSON *take, struct ctrl **out,
-    char *why, size_t len);
+/* A controller is read the same way, but for the parts read by the rules
+ * of trees (its status, selector, template labels), each parsed alone:
+ * a tree of the whole object was a sixth of rs-sync's CPU in a storm of
+ * status updates. ctrl_key gives the key (cut at keylen, as ctrl_decode
+ * cuts it) and the UID (NULL when absent) alone; the UID lives until the
+ * next decode. */
+rs_code ctrl_decode(const struct kind *k, const char *buf,
+    struct rs_jspan obj, struct ctrl **out, char *why, size_t len);
+rs_code ctrl_key(const struct kind *k, const char *buf, struct rs_jspan obj,
+    char *key, size_t keylen, const char **uid);
+/* Copies the object obj (validated) to out, compact at the levels it
+ * walks, without the first member named names[0] (its value in *dropped
+ * when not NULL), and with the first member named names[1] copied by the
+ * same rule with names + 2; names ends with NULL. out has room for obj's
+ * text; the end of what was written is returned. A value that is no
+ * object is copied as it is. */
+char *ctrl_strip(char *out, const char *buf, struct rs_jspan obj,
+    const char *const *names, struct rs_jspan *dropped);
 void pod_free(struct pod *p);
 void ctrl_free(struct ctrl *r);
 

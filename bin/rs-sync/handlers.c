@@ -211,31 +211,27 @@ event_pod(struct sync *s, const char *type, const char *buf,
 }
 
 static rs_code
-event_ctrl(struct sync *s, const char *type, cJSON *take)
+event_ctrl(struct sync *s, const char *type, const char *buf,
+    struct rs_jspan obj)
 {
 	char why[256];
 	struct ctrl *r, *old = NULL;
 	rs_code rc;
 
 	if (strcmp(type, "DELETED") == 0) {
-		const char *ns = rs_json_str(take, "metadata", "namespace", NULL);
-		const char *name = rs_json_str(take, "metadata", "name", NULL);
-		const char *uid = rs_json_str(take, "metadata", "uid", NULL);
+		const char *uid;
 		char key[512];
 
-		if (ns == NULL || name == NULL) {
-			cJSON_Delete(take);
-			return RS_EPARSE;
-		}
-		snprintf(key, sizeof key, "%s/%s", ns, name);
+		if ((rc = ctrl_key(s->kind, buf, obj, key, sizeof key, &uid)) !=
+		    RS_OK)
+			return rc;
 		if ((r = cache_del_ctrl(&s->cache, key)) != NULL)
 			takeover_forget(&s->takeover, r->uid);
 		ctrl_free(r);
 		delete_ctrl(s, key, uid ? uid : "");
-		cJSON_Delete(take);
 		return RS_OK;
 	}
-	if ((rc = ctrl_decode(s->kind, take, &r, why, sizeof why)) != RS_OK) {
+	if ((rc = ctrl_decode(s->kind, buf, obj, &r, why, sizeof why)) != RS_OK) {
 		if (rc != RS_ENOMEM)
 			rs_warn("event %lu: %s skipped: %s", s->events,
 			    s->kind->kind, why);
@@ -372,25 +368,6 @@ event_word(const char *buf, struct rs_jspan v, char *out, size_t len)
 	return out;
 }
 
-/* A controller is kept as a tree (cache.h): its text parsed. */
-static rs_code
-event_ctrl_text(struct sync *s, const char *type, const char *buf,
-    struct rs_jspan obj)
-{
-	size_t where = 0;
-	cJSON *take;
-	rs_code rc;
-
-	if ((rc = rs_json_parse(buf + obj.off, obj.end - obj.off, &take,
-	    &where)) != RS_OK) {
-		if (rc != RS_ENOMEM)
-			rs_warn("event %lu: malformed JSON at byte %zu, skipped",
-			    s->events, obj.off + where);
-		return rc;
-	}
-	return event_ctrl(s, type, take);
-}
-
 /* The resourceVersion of the object's metadata; an empty span: none. */
 static struct rs_jspan
 object_rv(const char *buf, struct rs_jspan obj)
@@ -402,7 +379,8 @@ object_rv(const char *buf, struct rs_jspan obj)
 }
 
 /* The line is validated once, then read in place: a pod's object builds
- * no tree at all (pod.c). */
+ * no tree at all (pod.c), a controller's only of its small parts
+ * (cache.h). */
 rs_code
 handle_event(struct sync *s, const char *line, size_t len)
 {
@@ -464,7 +442,7 @@ handle_event(struct sync *s, const char *line, size_t len)
 		}
 		rc = event_pod(s, type, line, f[E_OBJECT], unknown);
 	} else if (slot == s->read_rv_ctrls) {
-		rc = event_ctrl_text(s, type, line, f[E_OBJECT]);
+		rc = event_ctrl(s, type, line, f[E_OBJECT]);
 	} else {
 		rs_info(5, "event %lu: resource %.64s ignored", s->events, res);
 	}

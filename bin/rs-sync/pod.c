@@ -3,13 +3,7 @@
  * At a list of 100,000 pods a tree per pod was half of rs-sync's time:
  * its allocations, and name look-ups by strcmp. The text is walked once
  * per object instead (rs_jscan_pick), and only the strings a pod keeps are
- * unescaped. What it reads is what the tree gave: the first member of a
- * name; a path whose step is no object is absent; a list walked over the
- * values of an object too (cJSON_ArrayForEach); a string where a string
- * is wanted, else absent; numbers as doubles. But for \u0000: the tree
- * cut a string at it, and a string is now compared whole (as Go compares
- * it), though kept cut (a C string). The API server admits no NUL in the
- * fields compared (names, enums, condition types, annotation keys). */
+ * unescaped; what it reads is what the tree gave (scan.h). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,51 +15,10 @@
 #include "jscan.h"
 #include "json.h"
 #include "log.h"
+#include "scan.h"
 
 #define DELETION_COST "controller.kubernetes.io/pod-deletion-cost"
 #define KEY_MAX 512
-
-/* The strings of one pod, unescaped: a string is never longer than its
- * span, so a buffer as long as the object holds all that are read once
- * each. Kept from pod to pod: rs-sync decodes one at a time. */
-static struct {
-	char *buf;
-	size_t len, cap;
-} scratch;
-
-static rs_code
-scratch_reset(size_t need)
-{
-	char *b;
-
-	scratch.len = 0;
-	if (need <= scratch.cap)
-		return RS_OK;
-	if ((b = realloc(scratch.buf, need)) == NULL)
-		return RS_ENOMEM;
-	scratch.buf = b;
-	scratch.cap = need;
-	return RS_OK;
-}
-
-/* The string v unescaped into the scratch, NULL when v is no string.
- * A string read twice could outgrow the scratch: a field then read as
- * absent could make an owned pod an orphan, so that is fatal. */
-static const char *
-str(const char *buf, struct rs_jspan v)
-{
-	char *out = scratch.buf + scratch.len;
-	size_t n;
-
-	if (rs_jscan_type(buf, v) != RS_JSTRING)
-		return NULL;
-	if (rs_jscan_unescape(buf, v, out, scratch.cap - scratch.len, &n) !=
-	    RS_OK)
-		rs_fatal(111, "unable to read a pod: its strings outgrew the "
-		    "decode buffer (a bug)");
-	scratch.len += n + 1;
-	return out;
-}
 
 /* Whether v is the string s. */
 static int
@@ -77,34 +30,12 @@ is(const char *buf, struct rs_jspan v, const char *s)
 static double
 time_of(const char *buf, struct rs_jspan v)
 {
-	const char *s = str(buf, v);
+	const char *s = scan_str(buf, v);
 	double t;
 
 	if (s == NULL || rs_parse_rfc3339(s, &t) < 0)
 		return 0;
 	return t;
-}
-
-/* rs_json_int's reading: 0 unless a number, clamped to long long. */
-static long long
-int_of(const char *buf, struct rs_jspan v)
-{
-	double d;
-
-	if (rs_jscan_double(buf, v, &d) != RS_OK)
-		return 0;
-	return rs_json_ll(d, 0);
-}
-
-/* Walks the values of v, a list or an object (as cJSON_ArrayForEach):
- * 0 when v is neither. */
-static int
-values_of(struct rs_jiter *it, const char *buf, struct rs_jspan v)
-{
-	enum rs_jtype t = rs_jscan_type(buf, v);
-
-	return (t == RS_JOBJECT || t == RS_JARRAY) &&
-	    rs_jscan_iter(it, buf, v) == RS_OK;
 }
 
 /* What a pod is read for, each the first member of its name. */
@@ -120,10 +51,6 @@ static const char *const spec_names[S_N] = { "nodeName", "initContainers" };
 enum { T_PHASE, T_CONDITIONS, T_STATUSES, T_INIT_STATUSES, T_N };
 static const char *const status_names[T_N] = { "phase", "conditions",
     "containerStatuses", "initContainerStatuses" };
-enum { R_CONTROLLER, R_KIND, R_NAME, R_UID, R_N };
-static const char *const ref_names[R_N] = { "controller", "kind", "name",
-    "uid" };
-
 struct pod_text {
 	const char *buf;
 	struct rs_jspan meta[M_N], spec[S_N], status[T_N];
@@ -141,28 +68,6 @@ pod_text_read(struct pod_text *t, const char *buf, struct rs_jspan obj)
 	(void)rs_jscan_pick(buf, top[P_STATUS], status_names, t->status, T_N);
 }
 
-/* metav1.GetControllerOf: the first ownerReference with controller: true.
- * Its kind, name and UID in r, NULL where absent. */
-static void
-pod_controller_ref(const struct pod_text *t, const char *r[3])
-{
-	struct rs_jspan ref, f[R_N];
-	struct rs_jiter it;
-
-	r[0] = r[1] = r[2] = NULL;
-	if (!values_of(&it, t->buf, t->meta[M_OWNERS]))
-		return;
-	while (rs_jscan_value_next(&it, &ref) == RS_OK) {
-		if (rs_jscan_pick(t->buf, ref, ref_names, f, R_N) != RS_OK ||
-		    rs_jscan_type(t->buf, f[R_CONTROLLER]) != RS_JTRUE)
-			continue;
-		r[0] = str(t->buf, f[R_KIND]);
-		r[1] = str(t->buf, f[R_NAME]);
-		r[2] = str(t->buf, f[R_UID]);
-		return;
-	}
-}
-
 /* helper.GetDeletionCostFromPodAnnotations: an int32, 0 when absent or bad. */
 static int32_t
 deletion_cost(const struct pod_text *t)
@@ -174,7 +79,7 @@ deletion_cost(const struct pod_text *t)
 
 	if (rs_jscan_find(t->buf, t->meta[M_ANNOTATIONS], DELETION_COST,
 	    &v) == RS_OK)
-		s = str(t->buf, v);
+		s = scan_str(t->buf, v);
 	/* as upstream: no sign but '-', no leading zero, no blank */
 	if (s == NULL || !(s[0] == '-' || (s[0] >= '1' && s[0] <= '9') ||
 	    strcmp(s, "0") == 0))
@@ -195,11 +100,11 @@ init_restarts(const struct pod_text *t, const char *name)
 	int32_t max = 0;
 	long long r;
 
-	if (!values_of(&it, t->buf, t->status[T_INIT_STATUSES]))
+	if (!scan_values(&it, t->buf, t->status[T_INIT_STATUSES]))
 		return 0;
 	while (rs_jscan_value_next(&it, &st) == RS_OK)
 		if (rs_jscan_pick(t->buf, st, names, f, 2) == RS_OK &&
-		    is(t->buf, f[0], name) && (r = int_of(t->buf, f[1])) > max)
+		    is(t->buf, f[0], name) && (r = scan_int(t->buf, f[1], 0)) > max)
 			max = (int32_t)r;
 	return max;
 }
@@ -215,12 +120,12 @@ sidecar_restarts(const struct pod_text *t)
 	const char *name;
 	int32_t max = 0, r;
 
-	if (!values_of(&it, t->buf, t->spec[S_INITS]))
+	if (!scan_values(&it, t->buf, t->spec[S_INITS]))
 		return 0;
 	while (rs_jscan_value_next(&it, &c) == RS_OK)
 		if (rs_jscan_pick(t->buf, c, names, f, 2) == RS_OK &&
 		    is(t->buf, f[0], "Always") &&
-		    (name = str(t->buf, f[1])) != NULL &&
+		    (name = scan_str(t->buf, f[1])) != NULL &&
 		    (r = init_restarts(t, name)) > max)
 			max = r;
 	return max;
@@ -243,7 +148,7 @@ pod_status(struct pod *p, const struct pod_text *t)
 		p->phase_rank = 2;
 	p->terminal = is(t->buf, phase, "Succeeded") ||
 	    is(t->buf, phase, "Failed");
-	if (values_of(&it, t->buf, t->status[T_CONDITIONS]))
+	if (scan_values(&it, t->buf, t->status[T_CONDITIONS]))
 		while (rs_jscan_value_next(&it, &c) == RS_OK) {
 			if (rs_jscan_pick(t->buf, c, cnames, f, 3) != RS_OK ||
 			    !is(t->buf, f[0], "Ready"))
@@ -253,10 +158,10 @@ pod_status(struct pod *p, const struct pod_text *t)
 				p->ready_since = time_of(t->buf, f[2]);
 			break;
 		}
-	if (values_of(&it, t->buf, t->status[T_STATUSES]))
+	if (scan_values(&it, t->buf, t->status[T_STATUSES]))
 		while (rs_jscan_value_next(&it, &c) == RS_OK)
 			if (rs_jscan_find(t->buf, c, "restartCount", &f[0]) ==
-			    RS_OK && (n = int_of(t->buf, f[0])) > p->restarts)
+			    RS_OK && (n = scan_int(t->buf, f[0], 0)) > p->restarts)
 				p->restarts = (int32_t)n;
 	p->sidecar_restarts = sidecar_restarts(t);
 }
@@ -266,12 +171,12 @@ static rs_code
 pod_share(struct pod *p, const struct pod_text *t, const char *ns, char *why,
     size_t len)
 {
-	const char *node = str(t->buf, t->spec[S_NODE]);
+	const char *node = scan_str(t->buf, t->spec[S_NODE]);
 	const char *r[3];
 	struct rs_labels *l;
 	rs_code rc;
 
-	pod_controller_ref(t, r);
+	scan_controller_ref(t->buf, t->meta[M_OWNERS], r);
 	if ((p->ns = intern_str(ns)) == NULL ||
 	    (p->node = intern_str(node ? node : "")) == NULL)
 		return RS_ENOMEM;
@@ -295,8 +200,8 @@ static rs_code
 names_of(const struct pod_text *t, const char **ns, const char **name,
     char *why, size_t len)
 {
-	*ns = str(t->buf, t->meta[M_NAMESPACE]);
-	*name = str(t->buf, t->meta[M_NAME]);
+	*ns = scan_str(t->buf, t->meta[M_NAMESPACE]);
+	*name = scan_str(t->buf, t->meta[M_NAME]);
 	if (*ns == NULL || *name == NULL)
 		return rs_why(RS_EPARSE, why, len,
 		    "pod without metadata.namespace or metadata.name");
@@ -313,7 +218,7 @@ pod_key(const char *buf, struct rs_jspan obj, char *key, size_t keylen)
 	char why[64];
 	rs_code rc;
 
-	if ((rc = scratch_reset(obj.end - obj.off + 1)) != RS_OK)
+	if ((rc = scan_reset(obj.end - obj.off + 1)) != RS_OK)
 		return rc;
 	pod_text_read(&t, buf, obj);
 	if ((rc = names_of(&t, &ns, &name, why, sizeof why)) != RS_OK)
@@ -333,13 +238,13 @@ pod_decode(const char *buf, struct rs_jspan obj, struct pod **out, char *why,
 	struct pod *p;
 	rs_code rc;
 
-	if ((rc = scratch_reset(obj.end - obj.off + 1)) != RS_OK)
+	if ((rc = scan_reset(obj.end - obj.off + 1)) != RS_OK)
 		return rc;
 	pod_text_read(&t, buf, obj);
 	if ((rc = names_of(&t, &ns, &name, why, len)) != RS_OK)
 		return rc;
-	uid = str(buf, t.meta[M_UID]);
-	rv = str(buf, t.meta[M_RV]);
+	uid = scan_str(buf, t.meta[M_UID]);
+	rv = scan_str(buf, t.meta[M_RV]);
 	nl = strlen(ns);
 	kl = nl + 1 + strlen(name) + 1;
 	ul = strlen(uid ? uid : "") + 1;

@@ -19,6 +19,7 @@
 
 #include "../../bin/rs-sync/cache.c"
 #include "../../bin/rs-sync/pod.c"
+#include "../../bin/rs-sync/scan.c"
 #include "../../bin/rs-sync/intern.c"
 #include "../../bin/rs-sync/kind.c"
 #include "../../bin/rs-sync/rank.c"

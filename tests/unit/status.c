@@ -17,6 +17,7 @@
 
 #include "../../bin/rs-sync/cache.c"
 #include "../../bin/rs-sync/pod.c"
+#include "../../bin/rs-sync/scan.c"
 #include "../../bin/rs-sync/intern.c"
 #include "../../bin/rs-sync/kind.c"
 #include "../../bin/rs-sync/status.c"
@@ -72,7 +73,7 @@ mkctrl(const struct kind *k, const char *status, long long generation)
 {
 	char json[1024], why[128];
 	struct ctrl *r = NULL;
-	cJSON *o;
+	struct rs_jspan o;
 
 	snprintf(json, sizeof json, "{\"apiVersion\":\"%s\","
 	    "\"kind\":\"%s\",\"metadata\":{\"name\":\"r\","
@@ -83,9 +84,8 @@ mkctrl(const struct kind *k, const char *status, long long generation)
 	    generation, k->map_selector ? "{\"a\":\"b\"}" :
 	    "{\"matchLabels\":{\"a\":\"b\"}}",
 	    status[0] ? ",\"status\":" : "", status);
-	o = cJSON_Parse(json);
-	assert_non_null(o);
-	assert_int_equal(ctrl_decode(k, o, &r, why, sizeof why), RS_OK);
+	assert_int_equal(rs_jscan_doc(json, strlen(json), &o, NULL), RS_OK);
+	assert_int_equal(ctrl_decode(k, json, o, &r, why, sizeof why), RS_OK);
 	return r;
 }
 
