@@ -227,39 +227,55 @@ manage(struct round *o)
 
 
 /* The object a status write PUTs: the cached one (which holds no status:
- * ctrl_object) without its spec (the API server keeps the stored spec on a
+ * cache.h) without its spec (the API server keeps the stored spec on a
  * /status write, so the template would only be printed, piped, parsed and
- * sent for nothing), with st as its status (taken, also on failure: NULL).
- * The metadata stays whole: a /status write does change labels and
- * annotations. */
-static cJSON *
-status_object(const cJSON *cached, cJSON *st)
+ * sent for nothing), with st as its status. The metadata stays whole: a
+ * /status write does change labels and annotations. Written from the
+ * cached text, member by member: a tree of it cost a parse and a copy of
+ * the whole object per write. NULL when out of memory. */
+static char *
+status_object(const struct ctrl *r, const cJSON *st)
 {
-	cJSON *obj = cJSON_CreateObject(), *c;
-	const cJSON *f;
+	static const char sep[] = "\"status\":";
+	struct rs_jspan all = { 0, strlen(r->text) }, k, v;
+	struct rs_jiter it;
+	char *text = rs_json_print(st), *out, *p;
 
-	if (obj == NULL)
-		goto fail;
-	cJSON_ArrayForEach(f, cached) {
-		if (strcmp(f->string, "spec") == 0)
-			continue;
-		if ((c = cJSON_Duplicate(f, 1)) == NULL)
-			goto fail;
-		cJSON_AddItemToObject(obj, f->string, c);
+	if (text == NULL)
+		return NULL;
+	/* the text is ctrl_strip's, an object that rs_jscan validated */
+	if ((out = malloc(all.end + sizeof sep + strlen(text) + 2)) == NULL ||
+	    rs_jscan_iter(&it, r->text, all) != RS_OK) {
+		free(out);
+		cJSON_free(text);
+		return NULL;
 	}
-	cJSON_AddItemToObject(obj, "status", st);
-	return obj;
-fail:
-	cJSON_Delete(obj);
-	cJSON_Delete(st);
-	return NULL;
+	p = out;
+	*p++ = '{';
+	while (rs_jscan_member(&it, &k, &v) == RS_OK) {
+		if (rs_jscan_keyeq(r->text, k, "spec"))
+			continue;
+		memcpy(p, r->text + k.off, k.end - k.off);
+		p += k.end - k.off;
+		*p++ = ':';
+		memcpy(p, r->text + v.off, v.end - v.off);
+		p += v.end - v.off;
+		*p++ = ',';
+	}
+	p = stpcpy(stpcpy(p, sep), text);
+	*p++ = '}';
+	*p = '\0';
+	cJSON_free(text);
+	return out;
 }
+
 static rs_code
 status(struct round *o)
 {
 	struct counts c = { .replicas = (int)o->claimed.n,
 	    .terminating = o->terminating };
-	cJSON *now_st, *old, *obj, *in;
+	cJSON *now_st, *old, *in;
+	char *obj;
 
 	for (size_t i = 0; i < o->claimed.n; i++) {
 		struct pod *p = o->claimed.v[i];
@@ -287,17 +303,20 @@ status(struct round *o)
 	rs_info(4, "%s %s status: replicas %d, fully labeled %d, ready %d, "
 	    "available %d, terminating %d", o->s->kind->kind, o->r->key,
 	    c.replicas, c.fully, c.ready, c.available, c.terminating);
-	if (round_obj(o) != RS_OK) {
-		cJSON_Delete(now_st);
-		cJSON_Delete(old);
-		return RS_ENOMEM;
-	}
-	if ((obj = status_object(o->obj, now_st)) == NULL) {
+	obj = status_object(o->r, now_st);
+	cJSON_Delete(now_st);
+	if (obj == NULL) {
 		cJSON_Delete(old);
 		return RS_ENOMEM;
 	}
 	in = intent_new(o->s, "status", o->r->key, o->r);
-	cJSON_AddItemToObject(in, "object", obj);
+	if (cJSON_AddRawToObject(in, "object", obj) == NULL) {
+		free(obj);
+		cJSON_Delete(old);
+		cJSON_Delete(in);
+		return RS_ENOMEM;
+	}
+	free(obj);
 	cJSON_AddItemToObject(in, "old_status", old);
 	return intent_emit(o->s, in);
 }
