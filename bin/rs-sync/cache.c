@@ -366,10 +366,15 @@ ctrl_free(struct ctrl *r)
 	free(r);
 }
 
-cJSON *
-ctrl_object(const struct ctrl *r)
+rs_code
+ctrl_template(const struct ctrl *r, cJSON **out)
 {
-	return cJSON_Parse(r->text);
+	struct rs_jspan all = { 0, strlen(r->text) }, v = { 0, 0 };
+	char why[64];
+
+	/* r->text is ctrl_strip's, an object that rs_jscan validated */
+	(void)rs_jscan_get(r->text, all, &v, "spec", "template", NULL);
+	return subtree(r->text, v, out, why, sizeof why);
 }
 
 /* Finds or creates the podlist of id in m. */

@@ -97,7 +97,7 @@ struct ctrl {
 	                                  (ctrl_strip): as a cJSON tree it
 	                                  would take four times the memory,
 	                                  and only a sync that writes reads it
-	                                  (ctrl_object) */
+	                                  (ctrl_template, status_object) */
 	char strings[];
 };
 
@@ -116,9 +116,9 @@ struct cache {
 	struct rs_strmap ctrl_sib;     /* owner UID -> ctrl_group */
 };
 
-/* The controller's object but its status, parsed anew: the caller owns
- * it. NULL when out of memory. */
-cJSON *ctrl_object(const struct ctrl *r);
+/* The controller's spec.template, parsed anew (the caller owns it), NULL
+ * when there is none: RS_OK, or RS_ENOMEM. */
+rs_code ctrl_template(const struct ctrl *r, cJSON **out);
 
 void cache_init(struct cache *c, const struct kind *k);
 void cache_free(struct cache *c);

@@ -22,21 +22,12 @@ struct podvec {
 struct round {
 	struct sync *s;
 	struct ctrl *r;
-	cJSON *obj;         /* r's object, parsed when a write needs it */
 	double now;
 	struct podvec claimed, adopt, release;
 	int terminating;
 	int managed;        /* a create or delete was emitted */
 	double requeue;     /* seconds, 0 = none */
 };
-
-static rs_code
-round_obj(struct round *o)
-{
-	if (o->obj == NULL && (o->obj = ctrl_object(o->r)) == NULL)
-		return RS_ENOMEM;
-	return RS_OK;
-}
 
 static rs_code
 podvec_push(struct podvec *pv, struct pod *p)
@@ -126,18 +117,17 @@ emit_claims(struct round *o, const char *op, const struct podvec *pv)
 static rs_code
 scale_up(struct round *o, int n)
 {
-	const cJSON *tmpl;
-	cJSON *in;
+	cJSON *in, *tmpl;
 	rs_code rc;
 
-	if ((rc = round_obj(o)) != RS_OK)
+	if ((rc = ctrl_template(o->r, &tmpl)) != RS_OK)
 		return rc;
-	tmpl = rs_json_get(o->obj, "spec", "template", NULL);
 	/* raised before the intent leaves, so no reader of the expectations
 	 * can see the pods arrive before they are expected */
 	if ((rc = rs_exp_expect_creations(o->s->exp, o->r->key, n)) != RS_OK) {
 		rs_error("unable to expect %d creations for %s: %s; not creating",
 		    n, o->r->key, rs_strerror(rc));
+		cJSON_Delete(tmpl);
 		o->requeue = 5;
 		return RS_OK;
 	}
@@ -146,7 +136,7 @@ scale_up(struct round *o, int n)
 	in = intent_new(o->s, "create", o->r->key, o->r);
 	cJSON_AddNumberToObject(in, "count", n);
 	cJSON_AddItemToObject(in, "template",
-	    tmpl ? cJSON_Duplicate(tmpl, 1) : cJSON_CreateObject());
+	    tmpl ? tmpl : cJSON_CreateObject());
 	o->managed = 1;
 	return intent_emit(o->s, in);
 }
@@ -480,7 +470,6 @@ sync_key(struct sync *s, const char *key, double event_at)
 		return end(s, key, NULL, 0, event_at, 0);
 	}
 	rc = sync_ctrl(&o);
-	cJSON_Delete(o.obj);
 	free(o.claimed.v);
 	free(o.adopt.v);
 	free(o.release.v);

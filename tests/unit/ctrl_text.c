@@ -3,7 +3,8 @@
  * metadata.managedFields, the first of each name only, wherever they
  * stand, and keeps the rest as a tree of the whole object has it; and
  * ctrl_decode gives what the tree of the whole object gave (the text and
- * status as printed from it, fields, refusals and their words). */
+ * status as printed from it, fields, refusals and their words), and
+ * ctrl_template the template from the text kept. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -140,13 +141,14 @@ as_the_tree(void **state)
 	char why[128];
 	struct ctrl *r;
 	char *text, *status;
+	cJSON *tmpl;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof objs / sizeof objs[0]; i++) {
 		assert_int_equal(decode(&kind_replicaset, objs[i], &r, why,
 		    sizeof why), RS_OK);
 		tree_texts(objs[i], &text, &status);
-		cJSON *mine = ctrl_object(r), *theirs = cJSON_Parse(text);
+		cJSON *mine = cJSON_Parse(r->text);
 		char *printed = cJSON_PrintUnformatted(mine);
 		assert_string_equal(printed, text);
 		if (status == NULL)
@@ -161,9 +163,16 @@ as_the_tree(void **state)
 		assert_int_equal(r->deleting, 0);
 		cJSON_free(printed);
 		cJSON_Delete(mine);
-		cJSON_Delete(theirs);
 		cJSON_free(text);
 		cJSON_free(status);
+		assert_int_equal(ctrl_template(r, &tmpl), RS_OK);
+		if (i == 0) {
+			assert_true(cJSON_IsObject(tmpl));
+			assert_string_equal(rs_json_str(tmpl, "metadata", "labels",
+			    "c", NULL), "d");
+		} else
+			assert_null(tmpl);
+		cJSON_Delete(tmpl);
 		if (i == 0) {
 			assert_int_equal(r->replicas, 5);
 			assert_int_equal(r->min_ready, 7);
