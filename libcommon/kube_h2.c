@@ -358,7 +358,9 @@ conn_die(struct h2conn *c, CURLcode cc, const char *why)
 			finish(h, r, cc, 0);
 		}
 	}
-	if (!up)
+	/* a dial that failed while others carry the rest: the next one
+	 * waits a little, not at once and again */
+	if (!up && other)
 		h->redial_at = rs_mono_ns() + H2_REDIAL_NS;
 	rs_info(4, "HTTP/2 connection to %s closed: %s", h->k->cfg->server,
 	    why);
@@ -849,9 +851,10 @@ timeouts(struct kh2 *h, int64_t now)
 	    r->start_ns + (int64_t)r->timeout_ms * 1000000 <= now) {
 		err_say(r, "Operation timed out after %ld milliseconds",
 		    r->timeout_ms);
-		if (r->h2c) {
+		if ((c = r->h2c) != NULL) {
 			stream_detach(r);
 			finish(h, r, CURLE_OPERATION_TIMEDOUT, r->h2_headers);
+			conn_send(c);   /* the RST_STREAM */
 		} else {
 			wait_remove(h, r);
 			finish(h, r, CURLE_OPERATION_TIMEDOUT, 0);
@@ -931,7 +934,8 @@ kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
 			p[n].fd = c->fd;
 			p[n].events = c->state == C_DIAL ? POLLOUT :
 			    POLLIN | c->ssl_want |
-			    (c->state == C_UP && c->out_len > 0 ? POLLOUT : 0);
+			    (c->state == C_UP && (c->out_len > 0 ||
+			    nghttp2_session_want_write(c->sess)) ? POLLOUT : 0);
 			p[n].revents = 0;
 		}
 		n++;
