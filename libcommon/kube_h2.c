@@ -383,17 +383,16 @@ ssl_why(char *buf, size_t len, const char *what)
 	ERR_clear_error();
 }
 
-/* One SSL_write of what libnghttp2 has to send. Returns 0, or -1 with c
- * gone. */
+/* Takes what libnghttp2 has to send, up to H2_OUT_MAX. Returns 0, or -1
+ * with c gone. */
 static int
-conn_send(struct h2conn *c)
+conn_take(struct h2conn *c)
 {
 	const uint8_t *d;
 	ssize_t n;
 	unsigned char *nb;
 	size_t ncap;
 	char why[300];
-	int e;
 
 	while (c->out_len < H2_OUT_MAX &&
 	    (n = nghttp2_session_mem_send(c->sess, &d)) != 0) {
@@ -418,25 +417,40 @@ conn_send(struct h2conn *c)
 		memcpy(c->out + c->out_len, d, (size_t)n);
 		c->out_len += (size_t)n;
 	}
-	c->ssl_want = 0;
-	if (c->out_len == 0)
-		return 0;
-	ERR_clear_error();
-	errno = 0;
-	n = SSL_write(c->ssl, c->out, (int)c->out_len);
-	if (n > 0) {
-		memmove(c->out, c->out + n, c->out_len - (size_t)n);
-		c->out_len -= (size_t)n;
-		return 0;
+	return 0;
+}
+
+/* What libnghttp2 has to send, in one SSL_write a pass (more only past
+ * H2_OUT_MAX). Returns 0, or -1 with c gone. */
+static int
+conn_send(struct h2conn *c)
+{
+	char why[300];
+	int n, e;
+
+	for (;;) {
+		if (conn_take(c) < 0)
+			return -1;
+		c->ssl_want = 0;
+		if (c->out_len == 0)
+			return 0;
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_write(c->ssl, c->out, (int)c->out_len);
+		if (n > 0) {
+			memmove(c->out, c->out + n, c->out_len - (size_t)n);
+			c->out_len -= (size_t)n;
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+			c->ssl_want = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+			return 0;
+		}
+		ssl_why(why, sizeof why, "send failure");
+		conn_die(c, CURLE_SEND_ERROR, why);
+		return -1;
 	}
-	e = SSL_get_error(c->ssl, (int)n);
-	if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-		c->ssl_want = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
-		return 0;
-	}
-	ssl_why(why, sizeof why, "send failure");
-	conn_die(c, CURLE_SEND_ERROR, why);
-	return -1;
 }
 
 /* Reads all there is. Returns 0, or -1 with c gone. */
@@ -934,8 +948,7 @@ kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
 			p[n].fd = c->fd;
 			p[n].events = c->state == C_DIAL ? POLLOUT :
 			    POLLIN | c->ssl_want |
-			    (c->state == C_UP && (c->out_len > 0 ||
-			    nghttp2_session_want_write(c->sess)) ? POLLOUT : 0);
+			    (c->state == C_UP && c->out_len > 0 ? POLLOUT : 0);
 			p[n].revents = 0;
 		}
 		n++;

@@ -271,6 +271,56 @@ test_missing_explicit_kubeconfig() {
   assertContains "$(cat "$TMP/err")" "kubeconfig $TMP/absent: no such file"
 }
 
+# --direct: the asynchronous requests on libcommon's own HTTP/2 client
+# (libcommon/kube_h2.c, rs-apply's writes), not libcurl: answers and error
+# answers per request, one body borrowed by all, and failures told as
+# libcurl's are (no server: not sent, and no server there; a server that
+# never answers: a timeout, not sent).
+test_direct_http2() {
+  need_cluster || return
+  ns=$(new_ns h2d)
+  "$KR" --direct -v 4 --parallel 50 GET "/api/v1/namespaces/$ns" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "stderr: $(tail -2 "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2 (libnghttp2"
+  assertContains "$(cat "$TMP/err")" "HTTP/2: dialling 127.0.0.1"
+  assertEquals 50 "$(grep -c '^HTTP/2 200$' "$TMP/err")"
+  assertEquals 50 "$(grep -c "\"name\":\"$ns\"" "$TMP/out")"
+  assertContains "$(cat "$TMP/err")" "50 requests: 50 ok, 0 refused, 0 failed"
+  assertContains "$(cat "$TMP/err")" "; 1 new connections, 50 over HTTP/2"
+  assertContains "$(cat "$TMP/err")" "50 sent, 0 found no server"
+  val=$(printf '%6000s' '' | tr ' ' x)
+  body="{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"d-\"},\"data\":{\"v\":\"$val\"}}"
+  "$KR" --direct --parallel 20 --borrowed POST "/api/v1/namespaces/$ns/configmaps" "$body" >"$TMP/resp" 2>"$TMP/err"
+  rc=$?
+  assertEquals "stderr: $(tail -2 "$TMP/err")" 0 "$rc"
+  assertEquals "created whole" 20 "$(kubectl -n "$ns" get configmaps -o json |
+    jq '[.items[] | select(.metadata.name | startswith("d-")) | select(.data.v | length == 6000)] | length')"
+  assertEquals "answers whole" 20 "$(jq -s '[.[] | select(.data.v | length == 6000)] | length' "$TMP/resp")"
+  "$KR" --direct --parallel 5 GET "/api/v1/namespaces/$ns/configmaps/nope" >/dev/null 2>"$TMP/err"
+  assertEquals "404s" 1 $?
+  assertEquals 5 "$(grep -c '^HTTP/2 404$' "$TMP/err")"
+  # nothing listens: not sent, no server there
+  "$KR" --direct --master https://127.0.0.1:1 --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+  assertEquals "no server" 111 $?
+  assertContains "$(cat "$TMP/err")" "3 requests: 0 ok, 0 refused, 3 failed"
+  assertContains "$(cat "$TMP/err")" "0 sent, 3 found no server"
+  assertContains "$(cat "$TMP/err")" "unable to reach https://127.0.0.1:1: Failed to connect"
+  # a listener that never answers the TLS handshake: the connect timeout
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(30)' >"$TMP/port" &
+  lpid=$!
+  wait_for 10 test -s "$TMP/port" || fail "no silent listener"
+  "$KR" --direct --timeout 1 --master "https://127.0.0.1:$(cat "$TMP/port")" --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+  rc=$?
+  kill "$lpid" 2>/dev/null
+  wait "$lpid" 2>/dev/null
+  assertEquals "a timeout: $(tail -1 "$TMP/err")" 111 "$rc"
+  assertContains "$(cat "$TMP/err")" "0 sent, 0 found no server"
+  assertContains "$(cat "$TMP/err")" "timed out: https://127.0.0.1:"
+}
+
 test_parallel() {
   need_cluster || return
   ns=$(new_ns par)
