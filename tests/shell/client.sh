@@ -257,6 +257,54 @@ test_tls_server_name() {
   assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
 }
 
+# The same TLS checks on the direct HTTP/2 client (kube-request --direct,
+# one request through rs_kube_submit): a CA that did not sign the server's
+# certificate, a tls-server-name it does not name, and the right one
+# (dialled at the server's address, verified against that name), the CA
+# from a -data field (the client certificate always is), and
+# insecure-skip-tls-verify.
+test_direct_tls() {
+  need_cluster || return
+  cluster_info
+  kr="$KR --direct -v 1 --parallel 1"
+  real_ca=$CA
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=other-ca" \
+    -keyout "$TMP/other.key" -out "$TMP/other.crt" 2>/dev/null
+  CA=$TMP/other.crt
+  write_kc "$TMP/kc" "    token: whatever"
+  CA=$real_ca
+  $kr --kubeconfig "$TMP/kc" GET /api >/dev/null 2>"$TMP/err"
+  assertEquals "wrong CA" 111 $?
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/err")" "TLS error: certificate verification failed for $SERVER"
+  assertContains "$(cat "$TMP/err")" "0 sent, 0 found no server"
+  assertEquals "no HTTP status printed" 0 "$(grep -c '^HTTP/' "$TMP/err")"
+  write_kc "$TMP/kc" "    token: x" "    tls-server-name: wrong.example"
+  $kr --kubeconfig "$TMP/kc" GET /version >/dev/null 2>"$TMP/err"
+  assertEquals "wrong name" 111 $?
+  assertContains "$(cat "$TMP/err")" "certificate verification failed"
+  write_kc "$TMP/kc" "$ADMIN" "    tls-server-name: kubernetes.default"
+  $kr --kubeconfig "$TMP/kc" GET /version >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "tls-server-name: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/out")" '"gitVersion"'
+  write_kc "$TMP/kc" "$ADMIN" "    tls-server-name: wrong.example
+    insecure-skip-tls-verify: true"
+  sed -i "/certificate-authority: /d" "$TMP/kc"
+  $kr --kubeconfig "$TMP/kc" GET /version >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "insecure: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/out")" '"gitVersion"'
+  write_kc "$TMP/kc" "$ADMIN"
+  sed -i "s|certificate-authority: .*|certificate-authority-data: $(base64 -w0 "$CA")|" "$TMP/kc"
+  $kr --kubeconfig "$TMP/kc" GET /api/v1/namespaces/kube-system >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "-data fields: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
+}
+
 test_connection_refused() {
   need_cluster || return
   "$KR" --master https://127.0.0.1:1 GET /api >/dev/null 2>"$TMP/err"
