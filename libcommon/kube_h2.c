@@ -160,6 +160,28 @@ wait_pop(struct kh2 *h)
 	return r;
 }
 
+/* r's stream surely never reached the server (refused by it, past its
+ * GOAWAY, or its HEADERS not out when the connection died): it waits for
+ * another stream once, the gate asked again then, as libcurl and
+ * client-go send such a request again. Returns 0 when it may not. */
+static int
+requeue(struct kh2 *h, struct kreq *r)
+{
+	if (r->h2_again++ > 0 || r->cb_rc != RS_OK)
+		return 0;
+	r->h2c = NULL;
+	r->h2_id = 0;
+	r->h2_headers = 0;
+	r->resp.code = 0;
+	r->retry_after = 0;
+	r->next = h->wait_head;
+	h->wait_head = r;
+	if (h->wait_tail == NULL)
+		h->wait_tail = r;
+	h->nwait++;
+	return 1;
+}
+
 /* Out of its stream (a timeout, a drop): libnghttp2 forgets it, the
  * server is told to stop. */
 static void
@@ -282,6 +304,9 @@ on_close(nghttp2_session *s, int32_t id, uint32_t err, void *u)
 		finish(c->h, r, CURLE_WRITE_ERROR, 1);
 	} else if (err == NGHTTP2_NO_ERROR && r->resp.code > 0) {
 		finish(c->h, r, CURLE_OK, 1);
+	} else if (err == NGHTTP2_REFUSED_STREAM && requeue(c->h, r)) {
+		rs_info(4, "%s %s: stream refused by the server, sent again",
+		    r->method, r->path);
 	} else if (err == NGHTTP2_REFUSED_STREAM) {
 		err_say(r, "the server refused the stream (REFUSED_STREAM or "
 		    "past its GOAWAY)");
@@ -347,6 +372,8 @@ conn_die(struct h2conn *c, CURLcode cc, const char *why)
 		if (c->sess && r->h2_id > 0)
 			nghttp2_session_set_stream_user_data(c->sess,
 			    r->h2_id, NULL);
+		if (!r->h2_headers && requeue(h, r))
+			continue;
 		snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
 		finish(h, r, cc, r->h2_headers);
 	}
@@ -835,6 +862,7 @@ kube_h2_start(struct rs_kube *k, struct kreq *r)
 	r->h2_id = 0;
 	r->h2_headers = 0;
 	r->h2_curl = 0;
+	r->h2_again = 0;
 	r->next = NULL;
 	if (h->wait_tail)
 		h->wait_tail->next = r;

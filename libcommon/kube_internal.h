@@ -126,6 +126,8 @@ struct kreq {
 	int32_t h2_id;                /* its stream, 0 before */
 	int h2_headers;               /* its HEADERS went out */
 	int h2_curl;                  /* to be started on libcurl instead */
+	int h2_again;                 /* streams it had that never reached
+	                                 the server */
 	CURLcode h2_cc;               /* how it ended, in libcurl's terms */
 };
 
