@@ -559,7 +559,15 @@ conn_tls(struct h2conn *c)
 			return 0;
 		}
 		vr = SSL_get_verify_result(c->ssl);
-		if (vr != X509_V_OK) {
+		if (ERR_GET_REASON(ERR_peek_error()) ==
+		    SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+			/* a server that refuses h2 by an alert rather
+			 * than by its choice */
+			ERR_clear_error();
+			fall_back(h, "the server does not offer HTTP/2 (ALPN)");
+			conn_die(c, CURLE_HTTP2, "the server does not offer "
+			    "HTTP/2");
+		} else if (vr != X509_V_OK) {
 			ERR_clear_error();
 			snprintf(why, sizeof why, "SSL certificate problem: %s",
 			    X509_verify_cert_error_string(vr));

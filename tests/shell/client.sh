@@ -4,6 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 
 KR=${KR:-$top/build/test/kube-request}
+# free_port
+. "$top/tests/env/ports.sh"
 
 # The test cluster's server URL and CA file, from the admin kubeconfig.
 cluster_info() {
@@ -303,6 +305,30 @@ test_direct_tls() {
   assertEquals "-data fields: $(cat "$TMP/err")" 0 "$rc"
   assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
   assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
+}
+
+# A server without HTTP/2 (ALPN): the direct client hands the requests
+# waiting, none sent, to libcurl for good, whether the server picks no
+# protocol or refuses h2 with an alert.
+test_direct_falls_back_without_h2() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=h1" \
+    -keyout "$TMP/h1.key" -out "$TMP/h1.crt" 2>/dev/null
+  for alpn in "" "-alpn http/1.1"; do
+    port=$(free_port)
+    # shellcheck disable=SC2086  # $alpn: no flag, or a flag and its value
+    openssl s_server -quiet -www $alpn -key "$TMP/h1.key" -cert "$TMP/h1.crt" \
+      -accept "127.0.0.1:$port" >/dev/null 2>&1 &
+    spid=$!
+    wait_for 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || fail "no TLS server"
+    kubeconfig_write "$TMP/h1.kc" "https://127.0.0.1:$port" "    insecure-skip-tls-verify: true" "    token: t"
+    "$KR" --kubeconfig "$TMP/h1.kc" --direct -v 1 --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+    rc=$?
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    assertEquals "${alpn:-no ALPN}: $(tail -1 "$TMP/err")" 0 "$rc"
+    assertContains "$(cat "$TMP/err")" "on libcurl from now on: the server does not offer HTTP/2 (ALPN)"
+    assertEquals "${alpn:-no ALPN}: answered over HTTP/1.1" 3 "$(grep -c '^HTTP/1.1 200$' "$TMP/err")"
+  done
 }
 
 test_connection_refused() {
