@@ -1046,7 +1046,8 @@ kube_h2_next(struct rs_kube *k)
 	for (c = h->conns; c; c = c->next)
 		if (c->state != C_UP && (t < 0 || c->deadline < t))
 			t = c->deadline;
-	if (h->nwait > 0 && !h->off && (d = h->redial_at) > 0 &&
+	/* past, it holds nothing back: a poll that ends at once would spin */
+	if (h->nwait > 0 && !h->off && (d = h->redial_at) > rs_mono_ns() &&
 	    (t < 0 || d < t))
 		t = d;
 	return t;
