@@ -15,7 +15,11 @@
  * wait, another is dialled, only as many as the waiting need; idle ones
  * are kept for the next burst, closed on GOAWAY once their streams end,
  * on an error or at EOF. The gate (rs-apply's fence) is asked right
- * before a request becomes a stream on a connection that is up.
+ * before a request becomes a stream on a connection that is up. A stream
+ * the server surely never saw (REFUSED_STREAM, past a GOAWAY, its HEADERS
+ * not out when the connection died) waits for another once; any other
+ * failure after its HEADERS went out is the caller's (resp.sent = 1):
+ * nothing is sent again that the server may have carried out.
  *
  * Each pass hands libnghttp2's output (nghttp2_session_mem_send) to one
  * SSL_write, and feeds what SSL_read gives to nghttp2_session_mem_recv.
