@@ -197,6 +197,8 @@ rs_kube_new(struct rs_kube_config *take, const struct rs_kube_opts *o,
 		if (rc != RS_OK && err[0])
 			rs_error("%s", err);
 	}
+	if (rc == RS_OK)
+		kube_h2_init(k, o);
 	if (rc != RS_OK) {
 		rs_kube_free(k);
 		return rc;
@@ -223,6 +225,7 @@ rs_kube_free(struct rs_kube *k)
 		return;
 	if (k->multi)
 		kube_multi_drop(k);
+	kube_h2_free(k);
 	while ((s = k->idle) != NULL) {
 		k->idle = s->next;
 		slot_free(s);
@@ -309,17 +312,15 @@ kreq_release(struct kreq *r)
 	r->own = NULL;
 }
 
-static size_t
-kreq_write(char *p, size_t sz, size_t n, void *arg)
+/* Appends an answer's bytes to r->resp.body: a 2xx one up to
+ * KUBE_MAX_BODY, an error's first KUBE_MAX_ERRBODY. Returns len, or 0 with
+ * r->cb_rc set. */
+size_t
+kreq_body(struct kreq *r, long code, const char *p, size_t len)
 {
-	struct kreq *r = arg;
-	size_t len = sz * n, max, ncap;
-	long code = 0;
+	size_t max, ncap;
 	char *nb;
 
-	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (r->fn && code >= 200 && code < 300)
-		return kube_stream_data(r, p, len);
 	max = code >= 200 && code < 300 ? KUBE_MAX_BODY : KUBE_MAX_ERRBODY;
 	if (r->resp.len + len > max) {
 		if (max == KUBE_MAX_ERRBODY)
@@ -344,6 +345,19 @@ kreq_write(char *p, size_t sz, size_t n, void *arg)
 	r->resp.len += len;
 	r->resp.body[r->resp.len] = '\0';
 	return len;
+}
+
+static size_t
+kreq_write(char *p, size_t sz, size_t n, void *arg)
+{
+	struct kreq *r = arg;
+	size_t len = sz * n;
+	long code = 0;
+
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (r->fn && code >= 200 && code < 300)
+		return kube_stream_data(r, p, len);
+	return kreq_body(r, code, p, len);
 }
 
 static size_t
@@ -560,6 +574,15 @@ kreq_options(struct kreq *r, const char *url)
 }
 
 rs_code
+kreq_cred(struct kreq *r)
+{
+	rs_kcred_free(&r->cred);
+	r->start_ns = rs_mono_ns();
+	return rs_kauth_get(r->k->auth, &r->cred, r->resp.status.message,
+	    sizeof r->resp.status.message);
+}
+
+rs_code
 kreq_prepare(struct kreq *r)
 {
 	char *url;
@@ -568,9 +591,7 @@ kreq_prepare(struct kreq *r)
 
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
-	rs_kcred_free(&r->cred);
-	rc = rs_kauth_get(r->k->auth, &r->cred, r->resp.status.message,
-	    sizeof r->resp.status.message);
+	rc = kreq_cred(r);
 	if (rc != RS_OK)
 		return rc;
 	rc = kreq_headers(r);
@@ -624,11 +645,6 @@ kreq_left(const struct kreq *r)
 static rs_code
 kreq_callback_failed(struct kreq *r)
 {
-	/* the gate stops a request before it leaves (a POST whose body went
-	 * out on an earlier connection stays sent); the others stop an
-	 * answer that came */
-	r->resp.sent = r->cb_rc != RS_EREFUSED || (kreq_is_post(r) &&
-	    kreq_left(r));
 	if (r->cb_rc == RS_ETOOBIG)
 		snprintf(r->resp.status.message, sizeof r->resp.status.message,
 		    "%s larger than %zu MiB", r->fn ? "a line of the response" :
@@ -636,6 +652,13 @@ kreq_callback_failed(struct kreq *r)
 		    20);
 	kreq_log(r, "stopped");
 	return r->cb_rc;
+}
+
+static int
+kreq_stopped(const struct kreq *r, CURLcode cc)
+{
+	return (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) &&
+	    r->cb_rc != RS_OK;
 }
 
 static void
@@ -659,20 +682,34 @@ kreq_count(const struct kreq *r)
 	    r->fn ? -1.0 : (double)(rs_mono_ns() - r->start_ns) / 1e9);
 }
 
+/* libcurl's side of a finished transfer: what it says of the answer and
+ * of whether the request left. */
 rs_code
 kreq_finish(struct kreq *r, CURLcode cc)
+{
+	kreq_info(r);
+	/* the gate stops a request before it leaves (a POST whose body went
+	 * out on an earlier connection stays sent); the other callbacks
+	 * stop an answer that came */
+	if (kreq_stopped(r, cc))
+		r->resp.sent = r->cb_rc != RS_EREFUSED || (kreq_is_post(r) &&
+		    kreq_left(r));
+	else if (cc != CURLE_OK)
+		r->resp.sent = kreq_left(r);
+	return kreq_end(r, cc);
+}
+
+rs_code
+kreq_end(struct kreq *r, CURLcode cc)
 {
 	struct rs_kstatus *st = &r->resp.status;
 	char what[64];
 	rs_code rc;
 
-	kreq_info(r);
 	kreq_count(r);          /* stats */
-	if ((cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) &&
-	    r->cb_rc != RS_OK)
+	if (kreq_stopped(r, cc))
 		return kreq_callback_failed(r);
 	if (cc != CURLE_OK) {
-		r->resp.sent = kreq_left(r);
 		r->resp.refused = cc == CURLE_COULDNT_CONNECT;
 		rc = rs_kstatus_transport(st, cc, r->errbuf, r->k->cfg->server);
 		kreq_log(r, st->message);

@@ -93,12 +93,21 @@ struct rs_kube_opts {
 	                            (0: none, what is ready is taken) */
 	int max_running;         /* asynchronous requests in flight at once
 	                            (0: RS_KUBE_MAX_RUNNING) */
+	int http_client;         /* the asynchronous requests' transport:
+	                            RS_KUBE_HTTP_CURL (0) or
+	                            RS_KUBE_HTTP_DIRECT */
 	int streams;             /* HTTP/2 streams per connection; more
 	                            requests in flight open more connections
 	                            (0: RS_KUBE_STREAMS; the server's own limit
 	                            holds when lower) */
 };
 #define RS_KUBE_MAX_RUNNING 1024
+/* libcurl, or HTTP/2 straight on libnghttp2 and OpenSSL: a fraction of
+ * libcurl's CPU per request. Direct only where it can mean the same: an
+ * https server, no proxy, a bearer token and/or the kubeconfig's client
+ * certificate; else, and for streams, libcurl. */
+#define RS_KUBE_HTTP_CURL   0
+#define RS_KUBE_HTTP_DIRECT 1
 /* kube-apiserver's own limit (--http2-max-streams-per-connection 0), which
  * client-go fills before it dials another connection: a backlog that
  * built up on a stalled connection then goes out on that one connection

@@ -24,6 +24,9 @@
 #define KUBE_MAX_ERRBODY ((size_t)1 << 20)   /* an error answer kept */
 #define KUBE_POOL_IDLE   8                   /* idle slots kept */
 
+struct kslot;
+struct kh2;
+
 struct kslot {
 	CURL *easy;
 	CURLM *multi;
@@ -73,6 +76,9 @@ struct rs_kube {
 	int64_t answer_gap;           /* average ns between answers */
 	int ran_since_answer;         /* requests in flight since then (the
 	                                 fewest: those after the last answer) */
+	struct kh2 *h2;               /* the asynchronous requests' own
+	                                 HTTP/2 connections, or NULL: all on
+	                                 libcurl */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -113,7 +119,16 @@ struct kreq {
 	void *done_arg;
 	int64_t not_before;
 	struct kreq *next;            /* in the wait FIFO */
-	struct kreq *rprev, *rnext;   /* in the running list */
+	struct kreq *rprev, *rnext;   /* in the running list (libcurl's or
+	                                 kube_h2.c's) */
+	/* kube_h2.c: the request as an HTTP/2 stream of its own connection */
+	void *h2c;                    /* its connection, once it has one */
+	int32_t h2_id;                /* its stream, 0 before */
+	int h2_headers;               /* its HEADERS went out */
+	int h2_curl;                  /* to be started on libcurl instead */
+	int h2_again;                 /* streams it had that never reached
+	                                 the server */
+	CURLcode h2_cc;               /* how it ended, in libcurl's terms */
 };
 
 /* kube.c */
@@ -121,9 +136,19 @@ void kreq_init(struct kreq *r, struct rs_kube *k, const char *method,
     const char *path, const char *ctype, const char *body, size_t body_len);
 /* Fetches credentials and sets every option of r->easy. */
 rs_code kreq_prepare(struct kreq *r);
+/* Fetches credentials alone (a transport of its own), and starts the
+ * clock of the attempt. */
+rs_code kreq_cred(struct kreq *r);
 /* Turns a finished transfer into a result; RS_EAGAIN means "send it again
  * with fresh credentials" (a 401 the credentials may fix). */
 rs_code kreq_finish(struct kreq *r, CURLcode cc);
+/* The same for any transport, which has set resp.code, http2, connects
+ * and, unless cc is CURLE_OK, resp.sent; a transport failure or a stop
+ * (cb_rc, with CURLE_WRITE_ERROR or CURLE_ABORTED_BY_CALLBACK) is told in
+ * libcurl's terms, r->errbuf saying why. */
+rs_code kreq_end(struct kreq *r, CURLcode cc);
+/* Appends an answer's bytes to the response (code: its status). */
+size_t kreq_body(struct kreq *r, long code, const char *p, size_t len);
 /* Forgets the response of a first attempt before a retry. */
 void kreq_reset(struct kreq *r);
 void kreq_release(struct kreq *r);
@@ -137,6 +162,36 @@ rs_code kube_perform(struct rs_kube *k, struct kreq *r);
 void kube_multi_init(struct rs_kube *k, const struct rs_kube_opts *o);
 /* Frees what is queued or in flight, without callbacks. */
 void kube_multi_drop(struct rs_kube *k);
+
+/* kube_h2.c: the asynchronous requests on HTTP/2 connections of their
+ * own (libnghttp2 over OpenSSL), not libcurl's. kube_multi.c keeps the
+ * queue, the bucket, max_running and the settle window for both, and
+ * asks here whether a request goes this way. */
+/* Decides once whether the server and credentials allow it (o asks for
+ * it; https, no proxy, no basic auth); k->h2 stays NULL if not. */
+void kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o);
+/* Closes every connection; the requests must be gone (kube_h2_drop). */
+void kube_h2_free(struct rs_kube *k);
+/* Whether r goes on these connections (a plain request, h2 still on). */
+int kube_h2_takes(struct rs_kube *k, const struct kreq *r);
+/* Takes r (counted in nrunning): it gets a stream when a connection has
+ * one free, the gate asked again right before. RS_EAGAIN: not here after
+ * all (credentials this transport does not carry): start it on libcurl. */
+rs_code kube_h2_start(struct rs_kube *k, struct kreq *r);
+/* Dials, sends what waits, times out what is late. */
+void kube_h2_pump(struct rs_kube *k, int64_t now);
+/* The connections' descriptors, at most max, into p; returns how many. */
+int kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max);
+/* Works on the descriptors kube_h2_fds gave, poll(2)'s revents set. */
+void kube_h2_ready(struct rs_kube *k, const struct pollfd *p, int n);
+/* The next deadline (monotonic ns) of a dial or a request, -1 if none. */
+int64_t kube_h2_next(struct rs_kube *k);
+/* A finished request (h2_cc, resp filled; h2_curl: to go on libcurl),
+ * out of the running list, still counted in nrunning; NULL when none. */
+struct kreq *kube_h2_done(struct rs_kube *k);
+/* Every request, finished or not, handed out by kube_h2_done, unsent
+ * ones first closed: rs_kube_free and kube_multi_drop free them. */
+void kube_h2_drop(struct rs_kube *k);
 
 /* kube_stream.c: the write callback's line splitter. */
 size_t kube_stream_data(struct kreq *r, const char *p, size_t n);

@@ -270,6 +270,23 @@ conns_size(struct rs_kube *k)
 	curl_multi_setopt(k->multi, CURLMOPT_MAX_HOST_CONNECTIONS, need);
 }
 
+/* Starts r on its transport: a stream of kube_h2.c's connections, else
+ * a libcurl transfer. */
+static rs_code
+req_go(struct rs_kube *k, struct kreq *r)
+{
+	rs_code rc;
+
+	if (kube_h2_takes(k, r)) {
+		rc = kube_h2_start(k, r);
+		if (rc != RS_EAGAIN)
+			return rc;
+	}
+	if (r->easy == NULL && (r->easy = easy_get(k)) == NULL)
+		return RS_ENOMEM;
+	return req_start(k, r);
+}
+
 /* Starts every request whose time has come; returns how many completed
  * at once (they failed before reaching the network). */
 static int
@@ -290,14 +307,14 @@ start_due(struct rs_kube *k, int64_t now)
 			n++;
 			continue;
 		}
-		r->easy = easy_get(k);
-		rc = r->easy ? req_start(k, r) : RS_ENOMEM;
+		rc = req_go(k, r);
 		if (rc != RS_OK) {
 			req_complete(k, r, rc);
 			n++;
 		}
 	}
 	conns_size(k);
+	kube_h2_pump(k, now);
 	return n;
 }
 
@@ -323,8 +340,28 @@ answer_pace(struct rs_kube *k, int n)
 	k->ran_since_answer = k->nrunning;
 }
 
-/* Hands out finished transfers; a 401 that fresh credentials may fix is
- * sent once more instead. */
+/* A request ended (rc): handed out, or sent once more when kreq_end asks
+ * (a 401 that fresh credentials may fix). Returns 1 when handed out. */
+static int
+finished(struct rs_kube *k, struct kreq *r, rs_code rc)
+{
+	if (r->resend) {
+		kreq_reset(r);
+		if (r->easy)
+			curl_easy_reset(r->easy);
+		/* a resend is a new start: the gate (rs-apply's fence) is
+		 * asked again, as the write leaves */
+		if (gated(k, r))
+			return 1;
+		rc = req_go(k, r);
+		if (rc == RS_OK)
+			return 0;
+	}
+	req_complete(k, r, rc);
+	return 1;
+}
+
+/* Hands out finished transfers and streams. */
 static int
 reap(struct rs_kube *k)
 {
@@ -342,22 +379,21 @@ reap(struct rs_kube *k)
 		    (char **)&r);
 		run_unlink(k, r);
 		r->resend = 0;
-		rc = kreq_finish(r, cc);
-		if (r->resend) {
-			kreq_reset(r);
-			curl_easy_reset(r->easy);
-			/* a resend is a new start: the gate (rs-apply's
-			 * fence) is asked again, as the write leaves */
-			if (gated(k, r)) {
-				n++;
+		n += finished(k, r, kreq_finish(r, cc));
+	}
+	while ((r = kube_h2_done(k)) != NULL) {
+		k->nrunning--;
+		r->resend = 0;
+		if (r->h2_curl) {
+			/* never sent: libcurl carries it from here */
+			r->h2_curl = 0;
+			rs_kresp_free(&r->resp);
+			if ((rc = req_go(k, r)) == RS_OK)
 				continue;
-			}
-			rc = req_start(k, r);
-			if (rc == RS_OK)
-				continue;
+		} else {
+			rc = kreq_end(r, r->h2_cc);
 		}
-		req_complete(k, r, rc);
-		n++;
+		n += finished(k, r, rc);
 	}
 	answer_pace(k, n);
 	return n;
@@ -458,13 +494,15 @@ run_timer(struct rs_kube *k, int64_t now)
 static int
 poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 {
-	int64_t until = deadline;
+	int64_t until = deadline, h2;
 
 	if (k->wait_head && k->wait_head->not_before < until &&
 	    k->nrunning < k->max_running)
 		until = k->wait_head->not_before;
 	if (k->timer_at >= 0 && k->timer_at < until)
 		until = k->timer_at;
+	if ((h2 = kube_h2_next(k)) >= 0 && h2 < until)
+		until = h2;
 	if (until <= now)
 		return 0;
 	/* Round up: waking early would only loop once more. */
@@ -511,33 +549,39 @@ settle(struct rs_kube *k, int *ms, int extra_fd)
 	return 0;
 }
 
-/* Polls libcurl's sockets and extra_fd; hands libcurl what is ready.
- * Returns 1 when extra_fd is ready. The callbacks change k->socks during
- * curl_multi_socket_action, so the poll works on a copy. */
+/* Polls libcurl's sockets, kube_h2.c's connections and extra_fd; hands
+ * each what is ready. Returns 1 when extra_fd is ready. The callbacks
+ * change k->socks during curl_multi_socket_action, so the poll works on a
+ * copy. */
 static int
 wait_sockets(struct rs_kube *k, int ms, int extra_fd)
 {
 	struct pollfd fds[16], *p = fds;
-	int n = k->nsocks, i, ev, running, extra = 0;
+	int n = k->nsocks, nh = kube_h2_fds(k, NULL, 0), i, ev, running;
+	int extra = 0;
 
 	if (settle(k, &ms, extra_fd))
 		return 1;
 
-	if (n + 1 > (int)(sizeof fds / sizeof fds[0]) &&
-	    (p = malloc((n + 1) * sizeof *p)) == NULL) {
+	if (n + nh + 1 > (int)(sizeof fds / sizeof fds[0]) &&
+	    (p = malloc((n + nh + 1) * sizeof *p)) == NULL) {
 		p = fds;
+		nh = 0;
 		n = (int)(sizeof fds / sizeof fds[0]) - 1;
 	}
 	if (n > 0)      /* socks is NULL until libcurl opens a socket */
 		memcpy(p, k->socks, n * sizeof *p);
-	p[n].fd = extra_fd;
-	p[n].events = POLLIN;
-	p[n].revents = 0;
-	if (poll(p, n + 1, ms) > 0) {
+	kube_h2_fds(k, p + n, nh);
+	p[n + nh].fd = extra_fd;
+	p[n + nh].events = POLLIN;
+	p[n + nh].revents = 0;
+	if (poll(p, n + nh + 1, ms) > 0) {
+		for (i = 0; i < n + nh; i++)
+			if (p[i].revents != 0)
+				k->busy = 1;
 		for (i = 0; i < n; i++) {
 			if (p[i].revents == 0)
 				continue;
-			k->busy = 1;
 			ev = (p[i].revents & (POLLIN | POLLHUP) ?
 			    CURL_CSELECT_IN : 0) |
 			    (p[i].revents & POLLOUT ? CURL_CSELECT_OUT : 0) |
@@ -546,8 +590,10 @@ wait_sockets(struct rs_kube *k, int ms, int extra_fd)
 			curl_multi_socket_action(k->multi, p[i].fd, ev,
 			    &running);
 		}
-		extra = extra_fd >= 0 && p[n].revents != 0;
+		extra = extra_fd >= 0 && p[n + nh].revents != 0;
 	}
+	/* deadlines too: a late request or dial ends here */
+	kube_h2_ready(k, p + n, nh);
 	if (p != fds)
 		free(p);
 	return extra;
@@ -591,6 +637,12 @@ kube_multi_drop(struct rs_kube *k)
 {
 	struct kreq *r;
 
+	kube_h2_drop(k);
+	while ((r = kube_h2_done(k)) != NULL) {
+		k->nrunning--;
+		r->done = NULL;
+		req_complete(k, r, RS_EIO);
+	}
 	while ((r = k->wait_head) != NULL) {
 		k->wait_head = r->next;
 		r->done = NULL;

@@ -8,6 +8,8 @@ set -u
 # package:probe (a file, or cmd/NAME for a program on PATH)
 base_need="
 libcurl4-openssl-dev:/usr/include/x86_64-linux-gnu/curl/curl.h
+libnghttp2-dev:/usr/include/nghttp2/nghttp2.h
+libssl-dev:/usr/include/openssl/ssl.h
 libcjson-dev:/usr/include/cjson/cJSON.h
 libyaml-dev:/usr/include/yaml.h
 liblmdb-dev:/usr/include/lmdb.h

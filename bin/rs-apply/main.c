@@ -39,6 +39,9 @@ USAGE
 "                           the server needs for them, at most DUR (default\n"
 "                           10ms; 0: every answer at its own wake-up)\n"
 "      --max-in-flight N    API requests in flight at once (default 1024)\n"
+"      --http-client C      direct (default): HTTP/2 straight on libnghttp2\n"
+"                           and OpenSSL where it can (https, no proxy);\n"
+"                           curl: libcurl for every request\n"
 "      --streams N          HTTP/2 streams per connection; more requests\n"
 "                           in flight open more connections (default 100)\n"
 "      --dry-run            print the requests as NDJSON lines\n"
@@ -76,7 +79,7 @@ USAGE
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
 enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH,
-	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS };
+	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS, OPT_HTTP };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
@@ -87,6 +90,7 @@ static const struct option own_opts[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "max-in-flight", required_argument, NULL, OPT_INFLIGHT },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
+	{ "http-client", required_argument, NULL, OPT_HTTP },
 	{ "fence", required_argument, NULL, OPT_FENCE },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
 	{ "help", no_argument, NULL, 'h' },
@@ -143,6 +147,15 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_STREAMS:
 			f->cf.kopts.streams = (int)rs_flag_long(optarg, 1,
 			    65536, "--streams");
+			break;
+		case OPT_HTTP:
+			if (strcmp(optarg, "direct") == 0)
+				f->cf.kopts.http_client = RS_KUBE_HTTP_DIRECT;
+			else if (strcmp(optarg, "curl") == 0)
+				f->cf.kopts.http_client = RS_KUBE_HTTP_CURL;
+			else
+				rs_flag_fail("--http-client: '%s' is neither "
+				    "direct nor curl", optarg);
 			break;
 		case OPT_FENCE: f->fence = optarg; break;
 		case OPT_SHARDS:
@@ -346,7 +359,7 @@ main(int argc, char **argv)
 {
 	struct flags f = {
 		.cf.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1",
-		    .settle_ms = 10 },
+		    .settle_ms = 10, .http_client = RS_KUBE_HTTP_DIRECT },
 	};
 	rs_code rc;
 

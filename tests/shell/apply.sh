@@ -609,6 +609,55 @@ test_sigterm_finishes_keys_in_flight() {
   fi
 }
 
+# The writes go on rs-apply's own HTTP/2 connections (libnghttp2 over
+# OpenSSL, --http-client direct, the default), with the kubeconfig's client
+# certificate and with a ServiceAccount's bearer token; --http-client curl
+# and a proxy in the environment leave them to libcurl.
+test_writes_on_direct_http2() {
+  need_cluster || return
+  ns=$(new_ns direct)
+  mk_rs "$ns" web
+  { create_intent "$ns" web 3; intent end "$ns" web; } | apply -v 4 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "pods created" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  grep -q 'API requests to https://.* on direct HTTP/2 (libnghttp2' "$TMP/log" ||
+    fail "the client certificate's writes not direct: $(head -5 "$TMP/log")"
+  grep -q 'HTTP/2 connection to https://.* up' "$TMP/log" || fail "no direct connection up"
+  assertEquals "three creates answered 201" 3 "$(grep -c "POST /api/v1/namespaces/$ns/pods?fieldManager=rs-apply: 201" "$TMP/log")"
+
+  # a bearer token: a ServiceAccount that may write pods, Events and status
+  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
+    kubectl -n "$ns" create role writer --verb=get,create,update,patch,delete \
+      --resource=pods,events,replicasets,replicasets/status >/dev/null &&
+    kubectl -n "$ns" create rolebinding writer --role=writer \
+      --serviceaccount="$ns:writer" >/dev/null &&
+    sa_kubeconfig "$TMP/sa.kc" "$ns" writer || fail "no ServiceAccount kubeconfig"
+  old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
+  st='{"replicas":3,"fullyLabeledReplicas":3,"observedGeneration":1}'
+  { status_intent "$ns" web "$st" "$old"; intent end "$ns" web; } |
+    apply -v 4 --kubeconfig "$TMP/sa.kc" 2>"$TMP/log.sa"
+  assertEquals "exit status (token)" 0 $?
+  assertEquals "status written (token)" 3 "$(kubectl get rs -n "$ns" web -o jsonpath='{.status.replicas}')"
+  grep -q 'on direct HTTP/2 (libnghttp2' "$TMP/log.sa" || fail "the token's writes not direct"
+  grep -q "PUT /apis/apps/v1/namespaces/$ns/replicasets/web/status: 200" "$TMP/log.sa" ||
+    fail "status not written: $(cat "$TMP/log.sa")"
+
+  # libcurl: asked for, or a proxy set (which libcurl alone honours; here
+  # no_proxy names the server, so it goes straight there all the same)
+  { create_intent "$ns" web 1; intent end "$ns" web; } | apply -v 4 --http-client curl 2>"$TMP/log.curl"
+  assertEquals "exit status (curl)" 0 $?
+  { create_intent "$ns" web 1; intent end "$ns" web; } |
+    HTTPS_PROXY=http://127.0.0.1:1 NO_PROXY=127.0.0.1 no_proxy=127.0.0.1 apply -v 4 2>"$TMP/log.proxy"
+  assertEquals "exit status (proxy)" 0 $?
+  assertEquals "pods created on libcurl" 5 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  grep -q 'HTTP/2' "$TMP/log.curl" && fail "--http-client curl went direct: $(grep HTTP/2 "$TMP/log.curl")"
+  grep -q 'on libcurl, not direct HTTP/2: a proxy is set in the environment' "$TMP/log.proxy" ||
+    fail "a proxy set, and no word of libcurl: $(head -5 "$TMP/log.proxy")"
+  grep -q 'HTTP/2 connection' "$TMP/log.proxy" && fail "a proxy set, and writes went direct"
+  assertEquals "one create each on libcurl" 2 "$(cat "$TMP/log.curl" "$TMP/log.proxy" |
+    grep -c "POST /api/v1/namespaces/$ns/pods?fieldManager=rs-apply: 201")"
+}
+
 test_usage() {
   rs-apply --help >"$TMP/help"
   assertEquals "--help exit" 0 $?
@@ -622,6 +671,9 @@ test_usage() {
   grep -q 'batch must be at most 1s' "$TMP/err" || fail "--batch: $(cat "$TMP/err")"
   rs-apply --batch 5 </dev/null 2>/dev/null
   assertEquals "--batch without a unit" 100 $?
+  rs-apply --http-client wget </dev/null 2>"$TMP/err"
+  assertEquals "--http-client neither direct nor curl" 100 $?
+  grep -q -- "--http-client" "$TMP/help" || fail "--help does not list --http-client"
 }
 
 . "$SHUNIT2"

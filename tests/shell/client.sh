@@ -4,6 +4,8 @@
 . "$(dirname "$0")/lib.sh"
 
 KR=${KR:-$top/build/test/kube-request}
+# free_port
+. "$top/tests/env/ports.sh"
 
 # The test cluster's server URL and CA file, from the admin kubeconfig.
 cluster_info() {
@@ -257,6 +259,78 @@ test_tls_server_name() {
   assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
 }
 
+# The same TLS checks on the direct HTTP/2 client (kube-request --direct,
+# one request through rs_kube_submit): a CA that did not sign the server's
+# certificate, a tls-server-name it does not name, and the right one
+# (dialled at the server's address, verified against that name), the CA
+# from a -data field (the client certificate always is), and
+# insecure-skip-tls-verify.
+test_direct_tls() {
+  need_cluster || return
+  cluster_info
+  kr="$KR --direct -v 1 --parallel 1"
+  real_ca=$CA
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=other-ca" \
+    -keyout "$TMP/other.key" -out "$TMP/other.crt" 2>/dev/null
+  CA=$TMP/other.crt
+  write_kc "$TMP/kc" "    token: whatever"
+  CA=$real_ca
+  $kr --kubeconfig "$TMP/kc" GET /api >/dev/null 2>"$TMP/err"
+  assertEquals "wrong CA" 111 $?
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/err")" "TLS error: certificate verification failed for $SERVER"
+  assertContains "$(cat "$TMP/err")" "0 sent, 0 found no server"
+  assertEquals "no HTTP status printed" 0 "$(grep -c '^HTTP/' "$TMP/err")"
+  write_kc "$TMP/kc" "    token: x" "    tls-server-name: wrong.example"
+  $kr --kubeconfig "$TMP/kc" GET /version >/dev/null 2>"$TMP/err"
+  assertEquals "wrong name" 111 $?
+  assertContains "$(cat "$TMP/err")" "certificate verification failed"
+  write_kc "$TMP/kc" "$ADMIN" "    tls-server-name: kubernetes.default"
+  $kr --kubeconfig "$TMP/kc" GET /version >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "tls-server-name: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/out")" '"gitVersion"'
+  write_kc "$TMP/kc" "$ADMIN" "    tls-server-name: wrong.example
+    insecure-skip-tls-verify: true"
+  sed -i "/certificate-authority: /d" "$TMP/kc"
+  $kr --kubeconfig "$TMP/kc" GET /version >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "insecure: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/out")" '"gitVersion"'
+  write_kc "$TMP/kc" "$ADMIN"
+  sed -i "s|certificate-authority: .*|certificate-authority-data: $(base64 -w0 "$CA")|" "$TMP/kc"
+  $kr --kubeconfig "$TMP/kc" GET /api/v1/namespaces/kube-system >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "-data fields: $(cat "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2"
+  assertContains "$(cat "$TMP/out")" '"name":"kube-system"'
+}
+
+# A server without HTTP/2 (ALPN): the direct client hands the requests
+# waiting, none sent, to libcurl for good, whether the server picks no
+# protocol or refuses h2 with an alert.
+test_direct_falls_back_without_h2() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=h1" \
+    -keyout "$TMP/h1.key" -out "$TMP/h1.crt" 2>/dev/null
+  for alpn in "" "-alpn http/1.1"; do
+    port=$(free_port)
+    # shellcheck disable=SC2086  # $alpn: no flag, or a flag and its value
+    openssl s_server -quiet -www $alpn -key "$TMP/h1.key" -cert "$TMP/h1.crt" \
+      -accept "127.0.0.1:$port" >/dev/null 2>&1 &
+    spid=$!
+    wait_for 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || fail "no TLS server"
+    kubeconfig_write "$TMP/h1.kc" "https://127.0.0.1:$port" "    insecure-skip-tls-verify: true" "    token: t"
+    "$KR" --kubeconfig "$TMP/h1.kc" --direct -v 1 --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+    rc=$?
+    kill "$spid" 2>/dev/null
+    wait "$spid" 2>/dev/null
+    assertEquals "${alpn:-no ALPN}: $(tail -1 "$TMP/err")" 0 "$rc"
+    assertContains "$(cat "$TMP/err")" "on libcurl from now on: the server does not offer HTTP/2 (ALPN)"
+    assertEquals "${alpn:-no ALPN}: answered over HTTP/1.1" 3 "$(grep -c '^HTTP/1.1 200$' "$TMP/err")"
+  done
+}
+
 test_connection_refused() {
   need_cluster || return
   "$KR" --master https://127.0.0.1:1 GET /api >/dev/null 2>"$TMP/err"
@@ -269,6 +343,56 @@ test_missing_explicit_kubeconfig() {
   "$KR" --kubeconfig "$TMP/absent" GET /api >/dev/null 2>"$TMP/err"
   assertEquals 100 $?
   assertContains "$(cat "$TMP/err")" "kubeconfig $TMP/absent: no such file"
+}
+
+# --direct: the asynchronous requests on libcommon's own HTTP/2 client
+# (libcommon/kube_h2.c, rs-apply's writes), not libcurl: answers and error
+# answers per request, one body borrowed by all, and failures told as
+# libcurl's are (no server: not sent, and no server there; a server that
+# never answers: a timeout, not sent).
+test_direct_http2() {
+  need_cluster || return
+  ns=$(new_ns h2d)
+  "$KR" --direct -v 4 --parallel 50 GET "/api/v1/namespaces/$ns" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  assertEquals "stderr: $(tail -2 "$TMP/err")" 0 "$rc"
+  assertContains "$(cat "$TMP/err")" "on direct HTTP/2 (libnghttp2"
+  assertContains "$(cat "$TMP/err")" "HTTP/2: dialling 127.0.0.1"
+  assertEquals 50 "$(grep -c '^HTTP/2 200$' "$TMP/err")"
+  assertEquals 50 "$(grep -c "\"name\":\"$ns\"" "$TMP/out")"
+  assertContains "$(cat "$TMP/err")" "50 requests: 50 ok, 0 refused, 0 failed"
+  assertContains "$(cat "$TMP/err")" "; 1 new connections, 50 over HTTP/2"
+  assertContains "$(cat "$TMP/err")" "50 sent, 0 found no server"
+  val=$(printf '%6000s' '' | tr ' ' x)
+  body="{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"generateName\":\"d-\"},\"data\":{\"v\":\"$val\"}}"
+  "$KR" --direct --parallel 20 --borrowed POST "/api/v1/namespaces/$ns/configmaps" "$body" >"$TMP/resp" 2>"$TMP/err"
+  rc=$?
+  assertEquals "stderr: $(tail -2 "$TMP/err")" 0 "$rc"
+  assertEquals "created whole" 20 "$(kubectl -n "$ns" get configmaps -o json |
+    jq '[.items[] | select(.metadata.name | startswith("d-")) | select(.data.v | length == 6000)] | length')"
+  assertEquals "answers whole" 20 "$(jq -s '[.[] | select(.data.v | length == 6000)] | length' "$TMP/resp")"
+  "$KR" --direct --parallel 5 GET "/api/v1/namespaces/$ns/configmaps/nope" >/dev/null 2>"$TMP/err"
+  assertEquals "404s" 1 $?
+  assertEquals 5 "$(grep -c '^HTTP/2 404$' "$TMP/err")"
+  # nothing listens: not sent, no server there
+  "$KR" --direct --master https://127.0.0.1:1 --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+  assertEquals "no server" 111 $?
+  assertContains "$(cat "$TMP/err")" "3 requests: 0 ok, 0 refused, 3 failed"
+  assertContains "$(cat "$TMP/err")" "0 sent, 3 found no server"
+  assertContains "$(cat "$TMP/err")" "unable to reach https://127.0.0.1:1: Failed to connect"
+  # a listener that never answers the TLS handshake: the connect timeout
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(8)
+print(s.getsockname()[1], flush=True); time.sleep(30)' >"$TMP/port" &
+  lpid=$!
+  wait_for 10 test -s "$TMP/port" || fail "no silent listener"
+  "$KR" --direct --timeout 1 --master "https://127.0.0.1:$(cat "$TMP/port")" --parallel 3 GET /version >/dev/null 2>"$TMP/err"
+  rc=$?
+  kill "$lpid" 2>/dev/null
+  wait "$lpid" 2>/dev/null
+  assertEquals "a timeout: $(tail -1 "$TMP/err")" 111 "$rc"
+  assertContains "$(cat "$TMP/err")" "0 sent, 0 found no server"
+  assertContains "$(cat "$TMP/err")" "timed out: https://127.0.0.1:"
 }
 
 test_parallel() {

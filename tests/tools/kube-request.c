@@ -6,12 +6,15 @@
  *
  *   kube-request [--kubeconfig F] [--context C] [--master URL] [-v N]
  *       [--timeout S] [--qps Q] [--burst B] [--content-type T]
- *       [--watch | --parallel N [--borrowed] | --threads N [--repeat R]]
+ *       [--watch | --parallel N [--borrowed] [--direct] |
+ *        --threads N [--repeat R]]
  *       METHOD PATH
  *       [BODY|-]
  *
  * --parallel N sends N copies at once through rs_kube_submit/rs_kube_run
- * (rs_kube_submit_borrowed with --borrowed: one body for all of them);
+ * (rs_kube_submit_borrowed with --borrowed: one body for all of them;
+ * with --direct on libcommon's own HTTP/2 client, not libcurl, where it
+ * can), and says how many were sent and how many found no server;
  * --threads N sends R copies (default 1), one after the other, from each of
  * N threads with rs_kube_do.
  */
@@ -35,7 +38,7 @@ static const char usage_text[] =
     "usage: kube-request [--kubeconfig F] [--context C] [--master URL] "
     "[-v N]\n"
     "           [--timeout S] [--qps Q] [--burst B] [--content-type T]\n"
-    "           [--watch | --parallel N [--borrowed] |\n"
+    "           [--watch | --parallel N [--borrowed] [--direct] |\n"
     "            --threads N [--repeat R]]\n"
     "           METHOD PATH [BODY|-]\n";
 
@@ -44,6 +47,7 @@ static volatile int stopping;
 struct par {
 	const char *method, *path;
 	int ok, api, net;
+	int sent, noconn;
 	long connects;
 	int http2;
 	rs_code last;
@@ -176,6 +180,8 @@ par_done(void *arg, rs_code rc, struct rs_kresp *r)
 	print_body(r);
 	p->connects += r->connects;
 	p->http2 += r->http2;
+	p->sent += r->sent;
+	p->noconn += r->refused;
 	if (rc == RS_OK) {
 		p->ok++;
 		return;
@@ -195,7 +201,7 @@ static int
 do_parallel(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t len, int n, int borrow)
 {
-	struct par p = { method, path, 0, 0, 0, 0, 0, RS_OK, "" };
+	struct par p = { method, path, 0, 0, 0, 0, 0, 0, 0, RS_OK, "" };
 	int64_t t0 = rs_mono_ns();
 	int i;
 
@@ -209,6 +215,8 @@ do_parallel(struct rs_kube *k, const char *method, const char *path,
 	    "failed in %lld ms; %ld new connections, %d over HTTP/2\n", n,
 	    p.ok, p.api, p.net, (long long)((rs_mono_ns() - t0) / 1000000),
 	    p.connects, p.http2);
+	fprintf(stderr, "kube-request: %d sent, %d found no server\n", p.sent,
+	    p.noconn);
 	if (p.net)
 		rs_fatal(111, "unable to %s %s: %s", method, path, p.last_msg);
 	if (p.api)
@@ -241,7 +249,7 @@ do_threads(struct rs_kube *k, const char *method, const char *path,
 {
 	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 	struct thr *t = calloc(n, sizeof *t);
-	struct par p = { method, path, 0, 0, 0, 0, 0, RS_OK, "" };
+	struct par p = { method, path, 0, 0, 0, 0, 0, 0, 0, RS_OK, "" };
 	int64_t t0 = rs_mono_ns();
 	int i;
 
@@ -262,6 +270,8 @@ do_threads(struct rs_kube *k, const char *method, const char *path,
 	    n * repeat,
 	    p.ok, p.api, p.net, (long long)((rs_mono_ns() - t0) / 1000000),
 	    p.connects, p.http2);
+	fprintf(stderr, "kube-request: %d sent, %d found no server\n", p.sent,
+	    p.noconn);
 	if (p.net)
 		rs_fatal(111, "unable to %s %s: %s", method, path, p.last_msg);
 	if (p.api)
@@ -284,6 +294,7 @@ main(int argc, char **argv)
 		{ "watch", no_argument, NULL, 'w' },
 		{ "parallel", required_argument, NULL, 'p' },
 		{ "borrowed", no_argument, NULL, 'B' },
+		{ "direct", no_argument, NULL, 'D' },
 		{ "threads", required_argument, NULL, 'P' },
 		{ "repeat", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
@@ -315,6 +326,7 @@ main(int argc, char **argv)
 		case 'w': watch = 1; break;
 		case 'p': parallel = atoi(optarg); break;
 		case 'B': borrow = 1; break;
+		case 'D': ko.http_client = RS_KUBE_HTTP_DIRECT; break;
 		case 'P': threads = atoi(optarg); break;
 		case 'R': repeat = atoi(optarg); break;
 		case 'h': usage(0); break;

@@ -1,0 +1,1337 @@
+/* kube_h2.c: the asynchronous requests on HTTP/2 connections of their
+ * own, libnghttp2 over OpenSSL, without libcurl: libcurl 7.88 spends
+ * 35-80 us of CPU a request more than nghttp2 alone (bench/results/
+ * cpu.md, section 7), and rs-apply's writes are most of its CPU.
+ *
+ * Only what means the same as on libcurl comes here (kube_h2_init): an
+ * https server reached without a proxy, a bearer token and/or the
+ * kubeconfig's client certificate. A server whose ALPN is not h2, or an
+ * exec plugin that hands out a client certificate, turns it off for
+ * good: the requests waiting go to libcurl, none of them sent.
+ *
+ * A request waits here (its token taken, its slot in max_running) until
+ * a connection has a stream free: min(streams, the server's
+ * SETTINGS_MAX_CONCURRENT_STREAMS) each. When all are full and more
+ * wait, another is dialled, only as many as the waiting need; idle ones
+ * are kept for the next burst, closed on GOAWAY once their streams end,
+ * on an error or at EOF. The gate (rs-apply's fence) is asked right
+ * before a request becomes a stream on a connection that is up. A stream
+ * the server surely never saw (REFUSED_STREAM, past a GOAWAY, its HEADERS
+ * not out when the connection died) waits for another once; any other
+ * failure after its HEADERS went out is the caller's (resp.sent = 1):
+ * nothing is sent again that the server may have carried out.
+ *
+ * Each pass hands libnghttp2's output (nghttp2_session_mem_send) to one
+ * SSL_write, and feeds what SSL_read gives to nghttp2_session_mem_recv.
+ * Results and failures are told in libcurl's terms (CURLcode, errbuf) so
+ * that kreq_end decodes them as it does libcurl's. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nghttp2/nghttp2.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "clock.h"
+#include "kube_internal.h"
+#include "log.h"
+
+#define H2_READ_BUF   16384
+#define H2_OUT_MAX    65536          /* output held before SSL_write */
+#define H2_REDIAL_NS  (100 * 1000000LL)
+#define H2_WINDOW     (1 << 24)      /* connection receive window */
+
+enum { C_DIAL, C_TLS, C_UP };
+
+struct h2conn {
+	struct kh2 *h;
+	int fd;
+	int state;
+	SSL *ssl;
+	nghttp2_session *sess;
+	struct addrinfo *ai, *ai_next;   /* addresses still to try */
+	int64_t deadline;                /* of the dial and handshake */
+	int ssl_want;                    /* POLLOUT: SSL waits to write */
+	int nstreams;
+	int fresh;                       /* no request went on it yet */
+	int goaway;
+	int dead;                        /* a callback saw it fail */
+	unsigned char *out;
+	size_t out_len, out_cap;
+	struct h2conn *next;
+};
+
+struct kh2 {
+	struct rs_kube *k;
+	SSL_CTX *ctx;
+	nghttp2_session_callbacks *cbs;
+	char *host, *port;               /* dialled (no brackets) */
+	char *authority;                 /* :authority, as libcurl's Host */
+	char *vname;                     /* SNI and the certificate's name */
+	int vname_ip;
+	struct h2conn *conns;
+	struct kreq *wait_head, *wait_tail;   /* no stream yet */
+	int nwait;
+	struct kreq *run_head, *run_tail;     /* all taken, by start */
+	struct kreq *done_head, *done_tail;
+	int64_t redial_at;
+	int off;                         /* libcurl for good */
+};
+
+static void
+err_say(struct kreq *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->errbuf, sizeof r->errbuf, fmt, ap);
+	va_end(ap);
+}
+
+static void
+run_unlink(struct kh2 *h, struct kreq *r)
+{
+	if (r->rprev)
+		r->rprev->rnext = r->rnext;
+	else
+		h->run_head = r->rnext;
+	if (r->rnext)
+		r->rnext->rprev = r->rprev;
+	else
+		h->run_tail = r->rprev;
+	r->rprev = r->rnext = NULL;
+}
+
+/* r is out of every list but the running one: it ends with cc. */
+static void
+finish(struct kh2 *h, struct kreq *r, CURLcode cc, int sent)
+{
+	run_unlink(h, r);
+	r->h2_cc = cc;
+	r->h2c = NULL;
+	r->resp.http2 = 1;
+	if (cc != CURLE_OK)
+		r->resp.sent = sent;
+	r->next = NULL;
+	if (h->done_tail)
+		h->done_tail->next = r;
+	else
+		h->done_head = r;
+	h->done_tail = r;
+}
+
+static void
+wait_remove(struct kh2 *h, struct kreq *r)
+{
+	struct kreq **pp, *prev = NULL;
+
+	for (pp = &h->wait_head; *pp && *pp != r; pp = &(*pp)->next)
+		prev = *pp;
+	if (*pp == NULL)
+		return;
+	*pp = r->next;
+	if (h->wait_tail == r)
+		h->wait_tail = prev;
+	r->next = NULL;
+	h->nwait--;
+}
+
+static struct kreq *
+wait_pop(struct kh2 *h)
+{
+	struct kreq *r = h->wait_head;
+
+	if (r == NULL)
+		return NULL;
+	h->wait_head = r->next;
+	if (h->wait_head == NULL)
+		h->wait_tail = NULL;
+	r->next = NULL;
+	h->nwait--;
+	return r;
+}
+
+/* r's stream surely never reached the server (refused by it, past its
+ * GOAWAY, or its HEADERS not out when the connection died): it waits for
+ * another stream once, the gate asked again then, as libcurl and
+ * client-go send such a request again. Returns 0 when it may not. */
+static int
+requeue(struct kh2 *h, struct kreq *r)
+{
+	if (r->h2_again++ > 0 || r->cb_rc != RS_OK)
+		return 0;
+	r->h2c = NULL;
+	r->h2_id = 0;
+	r->h2_headers = 0;
+	r->resp.code = 0;
+	r->retry_after = 0;
+	r->next = h->wait_head;
+	h->wait_head = r;
+	if (h->wait_tail == NULL)
+		h->wait_tail = r;
+	h->nwait++;
+	return 1;
+}
+
+/* Out of its stream (a timeout, a drop): libnghttp2 forgets it, the
+ * server is told to stop. */
+static void
+stream_detach(struct kreq *r)
+{
+	struct h2conn *c = r->h2c;
+
+	if (c == NULL || r->h2_id <= 0)
+		return;
+	nghttp2_session_set_stream_user_data(c->sess, r->h2_id, NULL);
+	nghttp2_submit_rst_stream(c->sess, NGHTTP2_FLAG_NONE, r->h2_id,
+	    NGHTTP2_CANCEL);
+	c->nstreams--;
+	r->h2c = NULL;
+}
+
+/* ---- libnghttp2's callbacks: they only note; no connection dies in
+ * them. */
+
+static ssize_t
+body_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len,
+    uint32_t *flags, nghttp2_data_source *src, void *u)
+{
+	struct kreq *r = nghttp2_session_get_stream_user_data(s, id);
+	size_t left;
+
+	(void)src;
+	(void)u;
+	if (r == NULL)          /* timed out: its stream is being reset */
+		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	left = r->body_len - r->body_off;
+	if (left > len)
+		left = len;
+	memcpy(buf, r->body + r->body_off, left);
+	r->body_off += left;
+	if (r->body_off == r->body_len)
+		*flags |= NGHTTP2_DATA_FLAG_EOF;
+	return (ssize_t)left;
+}
+
+static int
+on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
+    size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *u)
+{
+	struct kreq *r;
+	char buf[32];
+	long code;
+
+	(void)flags;
+	(void)u;
+	if (f->hd.type != NGHTTP2_HEADERS ||
+	    (r = nghttp2_session_get_stream_user_data(s, f->hd.stream_id)) ==
+	    NULL || vlen >= sizeof buf)
+		return 0;
+	memcpy(buf, value, vlen);
+	buf[vlen] = '\0';
+	if (nlen == 7 && memcmp(name, ":status", 7) == 0) {
+		code = atol(buf);
+		if (code >= 200)        /* not an interim 1xx */
+			r->resp.code = code;
+	} else if (nlen == 11 && memcmp(name, "retry-after", 11) == 0) {
+		r->retry_after = atoi(buf);
+	}
+	return 0;
+}
+
+static int
+on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
+    size_t len, void *u)
+{
+	struct kreq *r = nghttp2_session_get_stream_user_data(s, id);
+
+	(void)flags;
+	(void)u;
+	if (r == NULL || r->cb_rc != RS_OK)
+		return 0;
+	kreq_body(r, r->resp.code, (const char *)p, len);
+	if (r->cb_rc != RS_OK)
+		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id,
+		    NGHTTP2_CANCEL);
+	return 0;
+}
+
+static int
+on_frame_send(nghttp2_session *s, const nghttp2_frame *f, void *u)
+{
+	struct kreq *r;
+
+	(void)u;
+	if (f->hd.type == NGHTTP2_HEADERS &&
+	    (r = nghttp2_session_get_stream_user_data(s, f->hd.stream_id)))
+		r->h2_headers = 1;
+	return 0;
+}
+
+static int
+on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
+{
+	struct h2conn *c = u;
+
+	(void)s;
+	if (f->hd.type == NGHTTP2_GOAWAY)
+		c->goaway = 1;
+	return 0;
+}
+
+/* A stream's end. REFUSED_STREAM is also how libnghttp2 closes the
+ * streams past a GOAWAY's last stream: the server never saw them. */
+static int
+on_close(nghttp2_session *s, int32_t id, uint32_t err, void *u)
+{
+	struct h2conn *c = u;
+	struct kreq *r = nghttp2_session_get_stream_user_data(s, id);
+
+	if (r == NULL)
+		return 0;
+	nghttp2_session_set_stream_user_data(s, id, NULL);
+	c->nstreams--;
+	if (r->cb_rc != RS_OK) {
+		finish(c->h, r, CURLE_WRITE_ERROR, 1);
+	} else if (err == NGHTTP2_NO_ERROR && r->resp.code > 0) {
+		finish(c->h, r, CURLE_OK, 1);
+	} else if (err == NGHTTP2_REFUSED_STREAM && requeue(c->h, r)) {
+		rs_info(4, "%s %s: stream refused by the server, sent again",
+		    r->method, r->path);
+	} else if (err == NGHTTP2_REFUSED_STREAM) {
+		err_say(r, "the server refused the stream (REFUSED_STREAM or "
+		    "past its GOAWAY)");
+		finish(c->h, r, CURLE_HTTP2_STREAM, 0);
+	} else {
+		err_say(r, "HTTP/2 stream %d was not closed cleanly: %s", id,
+		    nghttp2_http2_strerror(err));
+		finish(c->h, r, CURLE_HTTP2_STREAM, r->h2_headers);
+	}
+	return 0;
+}
+
+/* ---- connections */
+
+static int
+conn_alive(const struct h2conn *c)
+{
+	return !c->dead && !c->goaway;
+}
+
+static void
+conn_free(struct h2conn *c)
+{
+	if (c->sess)
+		nghttp2_session_del(c->sess);
+	if (c->ssl)
+		SSL_free(c->ssl);
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->ai)
+		freeaddrinfo(c->ai);
+	free(c->out);
+	free(c);
+}
+
+static void
+conn_unlink(struct kh2 *h, struct h2conn *c)
+{
+	struct h2conn **pp;
+
+	for (pp = &h->conns; *pp && *pp != c; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = c->next;
+}
+
+/* c failed (cc, why): its streams end, sent as far as their HEADERS went;
+ * a connection that never came up fails the waiting requests too, unless
+ * another may still carry them. */
+static void
+conn_die(struct h2conn *c, CURLcode cc, const char *why)
+{
+	struct kh2 *h = c->h;
+	struct h2conn *o;
+	struct kreq *r, *nx;
+	int up = c->state == C_UP, other = 0;
+
+	conn_unlink(h, c);
+	for (r = h->run_head; r; r = nx) {
+		nx = r->rnext;
+		if (r->h2c != c)
+			continue;
+		if (c->sess && r->h2_id > 0)
+			nghttp2_session_set_stream_user_data(c->sess,
+			    r->h2_id, NULL);
+		if (!r->h2_headers && requeue(h, r))
+			continue;
+		snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
+		finish(h, r, cc, r->h2_headers);
+	}
+	for (o = h->conns; o; o = o->next)
+		other |= conn_alive(o);
+	if (!up && !other) {
+		while ((r = wait_pop(h)) != NULL) {
+			snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
+			finish(h, r, cc, 0);
+		}
+	}
+	/* a dial that failed while others carry the rest: the next one
+	 * waits a little, not at once and again */
+	if (!up && other)
+		h->redial_at = rs_mono_ns() + H2_REDIAL_NS;
+	rs_info(4, "HTTP/2 connection to %s closed: %s", h->k->cfg->server,
+	    why);
+	conn_free(c);
+}
+
+static void
+ssl_why(char *buf, size_t len, const char *what)
+{
+	unsigned long e = ERR_get_error();
+	char es[256];
+
+	if (e == 0)
+		snprintf(buf, len, "%s: %s", what, errno ? strerror(errno) :
+		    "connection closed");
+	else {
+		ERR_error_string_n(e, es, sizeof es);
+		snprintf(buf, len, "%s: %s", what, es);
+	}
+	ERR_clear_error();
+}
+
+/* Takes what libnghttp2 has to send, up to H2_OUT_MAX. Returns 0, or -1
+ * with c gone. */
+static int
+conn_take(struct h2conn *c)
+{
+	const uint8_t *d;
+	ssize_t n;
+	unsigned char *nb;
+	size_t ncap;
+	char why[300];
+
+	while (c->out_len < H2_OUT_MAX &&
+	    (n = nghttp2_session_mem_send(c->sess, &d)) != 0) {
+		if (n < 0) {
+			snprintf(why, sizeof why, "HTTP/2 error: %s",
+			    nghttp2_strerror((int)n));
+			conn_die(c, CURLE_HTTP2, why);
+			return -1;
+		}
+		if (c->out_len + (size_t)n > c->out_cap) {
+			ncap = c->out_cap ? c->out_cap : 16384;
+			while (ncap < c->out_len + (size_t)n)
+				ncap *= 2;
+			if ((nb = realloc(c->out, ncap)) == NULL) {
+				conn_die(c, CURLE_OUT_OF_MEMORY,
+				    "out of memory");
+				return -1;
+			}
+			c->out = nb;
+			c->out_cap = ncap;
+		}
+		memcpy(c->out + c->out_len, d, (size_t)n);
+		c->out_len += (size_t)n;
+	}
+	return 0;
+}
+
+/* What libnghttp2 has to send, in one SSL_write a pass (more only past
+ * H2_OUT_MAX). Returns 0, or -1 with c gone. */
+static int
+conn_send(struct h2conn *c)
+{
+	char why[300];
+	int n, e;
+
+	for (;;) {
+		if (conn_take(c) < 0)
+			return -1;
+		c->ssl_want = 0;
+		if (c->out_len == 0)
+			return 0;
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_write(c->ssl, c->out, (int)c->out_len);
+		if (n > 0) {
+			memmove(c->out, c->out + n, c->out_len - (size_t)n);
+			c->out_len -= (size_t)n;
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+			c->ssl_want = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+			return 0;
+		}
+		ssl_why(why, sizeof why, "send failure");
+		conn_die(c, CURLE_SEND_ERROR, why);
+		return -1;
+	}
+}
+
+/* Reads all there is. Returns 0, or -1 with c gone. */
+static int
+conn_recv(struct h2conn *c)
+{
+	unsigned char buf[H2_READ_BUF];
+	char why[300];
+	ssize_t rv;
+	int n, e;
+
+	for (;;) {
+		ERR_clear_error();
+		errno = 0;
+		n = SSL_read(c->ssl, buf, sizeof buf);
+		if (n > 0) {
+			rv = nghttp2_session_mem_recv(c->sess, buf, (size_t)n);
+			if (rv < 0) {
+				snprintf(why, sizeof why, "HTTP/2 error: %s",
+				    nghttp2_strerror((int)rv));
+				conn_die(c, CURLE_HTTP2, why);
+				return -1;
+			}
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_READ)
+			return 0;
+		if (e == SSL_ERROR_WANT_WRITE) {
+			c->ssl_want = POLLOUT;
+			return 0;
+		}
+		if (e == SSL_ERROR_ZERO_RETURN ||
+		    (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 &&
+		    errno == 0))
+			snprintf(why, sizeof why, "connection closed by the "
+			    "server");
+		else
+			ssl_why(why, sizeof why, "receive failure");
+		conn_die(c, CURLE_RECV_ERROR, why);
+		return -1;
+	}
+}
+
+static void
+conn_settings(struct h2conn *c)
+{
+	nghttp2_settings_entry iv[] = {
+		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20 },
+	};
+
+	nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv,
+	    sizeof iv / sizeof iv[0]);
+	nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0,
+	    H2_WINDOW);
+}
+
+static void fall_back(struct kh2 *h, const char *why);
+
+/* The TLS handshake, a step. Returns 0, or -1 with c gone. */
+static int
+conn_tls(struct h2conn *c)
+{
+	struct kh2 *h = c->h;
+	const unsigned char *alpn = NULL;
+	unsigned alen = 0;
+	long vr;
+	char why[400];
+	int n, e;
+
+	ERR_clear_error();
+	errno = 0;
+	n = SSL_do_handshake(c->ssl);
+	if (n != 1) {
+		e = SSL_get_error(c->ssl, n);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			c->ssl_want = e == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+			return 0;
+		}
+		vr = SSL_get_verify_result(c->ssl);
+		if (ERR_GET_REASON(ERR_peek_error()) ==
+		    SSL_R_TLSV1_ALERT_NO_APPLICATION_PROTOCOL) {
+			/* a server that refuses h2 by an alert rather
+			 * than by its choice */
+			ERR_clear_error();
+			fall_back(h, "the server does not offer HTTP/2 (ALPN)");
+			conn_die(c, CURLE_HTTP2, "the server does not offer "
+			    "HTTP/2");
+		} else if (vr != X509_V_OK) {
+			ERR_clear_error();
+			snprintf(why, sizeof why, "SSL certificate problem: %s",
+			    X509_verify_cert_error_string(vr));
+			conn_die(c, CURLE_PEER_FAILED_VERIFICATION, why);
+		} else {
+			ssl_why(why, sizeof why, "TLS handshake");
+			conn_die(c, CURLE_SSL_CONNECT_ERROR, why);
+		}
+		return -1;
+	}
+	SSL_get0_alpn_selected(c->ssl, &alpn, &alen);
+	if (alen != 2 || memcmp(alpn, "h2", 2) != 0) {
+		/* before any request went on it: they all go to libcurl */
+		fall_back(h, "the server does not offer HTTP/2 (ALPN)");
+		conn_die(c, CURLE_HTTP2, "the server does not offer HTTP/2");
+		return -1;
+	}
+	if (nghttp2_session_client_new(&c->sess, h->cbs, c) != 0) {
+		conn_die(c, CURLE_OUT_OF_MEMORY, "out of memory");
+		return -1;
+	}
+	conn_settings(c);
+	c->state = C_UP;
+	c->ssl_want = 0;
+	rs_info(4, "HTTP/2 connection to %s up", h->k->cfg->server);
+	return conn_send(c);
+}
+
+static int
+sock_opts(int fd)
+{
+	int one = 1, idle = 30;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
+	return 0;
+}
+
+/* Starts a connect to the next address. Returns 0, or -1 with c gone. */
+static int
+conn_connect(struct h2conn *c)
+{
+	struct addrinfo *a;
+	char why[300];
+	int err = 0;
+
+	while ((a = c->ai_next) != NULL) {
+		c->ai_next = a->ai_next;
+		if (c->fd >= 0)
+			close(c->fd);
+		c->fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, a->ai_protocol);
+		if (c->fd < 0) {
+			err = errno;
+			continue;
+		}
+		sock_opts(c->fd);
+		if (connect(c->fd, a->ai_addr, a->ai_addrlen) == 0 ||
+		    errno == EINPROGRESS)
+			return 0;
+		err = errno;
+	}
+	snprintf(why, sizeof why, "Failed to connect to %s port %s: %s",
+	    c->h->host, c->h->port, strerror(err ? err : ECONNREFUSED));
+	conn_die(c, CURLE_COULDNT_CONNECT, why);
+	return -1;
+}
+
+static int
+conn_ssl(struct h2conn *c)
+{
+	struct kh2 *h = c->h;
+	X509_VERIFY_PARAM *vp;
+
+	c->ssl = SSL_new(h->ctx);
+	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
+		return -1;
+	SSL_set_connect_state(c->ssl);
+	if (!h->vname_ip &&
+	    SSL_set_tlsext_host_name(c->ssl, h->vname) != 1)
+		return -1;
+	if (h->k->cfg->insecure)
+		return 0;
+	vp = SSL_get0_param(c->ssl);
+	X509_VERIFY_PARAM_set_hostflags(vp,
+	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	return (h->vname_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, h->vname) :
+	    X509_VERIFY_PARAM_set1_host(vp, h->vname, 0)) == 1 ? 0 : -1;
+}
+
+/* The TCP connect ended (writable or an error). */
+static int
+conn_connected(struct h2conn *c)
+{
+	int err = 0;
+	socklen_t el = sizeof err;
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+		err = errno;
+	if (err == EINPROGRESS || err == EALREADY)
+		return 0;
+	if (err != 0) {
+		/* the next address, or the failure */
+		if (c->ai_next == NULL) {
+			char why[300];
+
+			snprintf(why, sizeof why, "Failed to connect to %s "
+			    "port %s: %s", c->h->host, c->h->port,
+			    strerror(err));
+			conn_die(c, CURLE_COULDNT_CONNECT, why);
+			return -1;
+		}
+		return conn_connect(c);
+	}
+	if (conn_ssl(c) < 0) {
+		conn_die(c, CURLE_SSL_CONNECT_ERROR, "unable to set up TLS");
+		return -1;
+	}
+	c->state = C_TLS;
+	return conn_tls(c);
+}
+
+/* A new connection; getaddrinfo(3) blocks here, at dial time, as it
+ * would in libcurl's threaded resolver's caller waiting for it: the API
+ * server is most often an address, or a name in /etc/hosts. */
+static void
+conn_dial(struct kh2 *h, int64_t now)
+{
+	struct addrinfo hints, *ai = NULL;
+	struct h2conn *c;
+	char why[300];
+	int e;
+
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return;
+	c->h = h;
+	c->fd = -1;
+	c->fresh = 1;
+	c->deadline = now + (int64_t)h->k->connect_ms * 1000000;
+	c->next = h->conns;
+	h->conns = c;
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if ((e = getaddrinfo(h->host, h->port, &hints, &ai)) != 0) {
+		snprintf(why, sizeof why, "Could not resolve host: %s (%s)",
+		    h->host, gai_strerror(e));
+		conn_die(c, CURLE_COULDNT_RESOLVE_HOST, why);
+		return;
+	}
+	c->ai = c->ai_next = ai;
+	rs_info(4, "HTTP/2: dialling %s port %s", h->host, h->port);
+	conn_connect(c);
+}
+
+/* ---- requests onto streams */
+
+static int
+is_upload(const struct kreq *r)
+{
+	return r->body != NULL || strcmp(r->method, "POST") == 0 ||
+	    strcmp(r->method, "PUT") == 0 || strcmp(r->method, "PATCH") == 0;
+}
+
+#define NV(n, v, l, f) do { \
+	nv[nn].name = (uint8_t *)(n); nv[nn].namelen = strlen(n); \
+	nv[nn].value = (uint8_t *)(v); nv[nn].valuelen = (l); \
+	nv[nn].flags = (f); nn++; \
+} while (0)
+
+/* r becomes a stream of c. Returns 0, or -1 (r not taken). */
+static int
+stream_open(struct h2conn *c, struct kreq *r)
+{
+	struct kh2 *h = c->h;
+	nghttp2_nv nv[10];
+	nghttp2_data_provider prd = { { .ptr = NULL }, body_read };
+	char len[32], *auth = NULL;
+	int nn = 0;
+	int32_t id;
+
+	NV(":method", r->method, strlen(r->method), 0);
+	NV(":path", r->path, strlen(r->path), 0);
+	NV(":scheme", "https", 5, 0);
+	NV(":authority", h->authority, strlen(h->authority), 0);
+	NV("user-agent", h->k->user_agent, strlen(h->k->user_agent), 0);
+	NV("accept", r->accept, strlen(r->accept), 0);
+	if (is_upload(r)) {
+		snprintf(len, sizeof len, "%zu", r->body ? r->body_len : 0);
+		NV("content-type", r->ctype, strlen(r->ctype), 0);
+		NV("content-length", len, strlen(len), 0);
+	}
+	if (r->cred.token) {
+		if (asprintf(&auth, "Bearer %s", r->cred.token) < 0)
+			return -1;
+		/* never in the server's HPACK table */
+		NV("authorization", auth, strlen(auth),
+		    NGHTTP2_NV_FLAG_NO_INDEX);
+	}
+	r->body_off = 0;
+	id = nghttp2_submit_request(c->sess, NULL, nv, (size_t)nn,
+	    r->body && r->body_len > 0 ? &prd : NULL, r);
+	if (auth) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	if (id < 0)
+		return -1;
+	r->h2_id = id;
+	r->h2c = c;
+	r->resp.connects = c->fresh;
+	c->fresh = 0;
+	c->nstreams++;
+	return 0;
+}
+
+static long
+conn_room(const struct h2conn *c)
+{
+	uint32_t srv;
+	long cap = c->h->k->streams;
+
+	if (c->state != C_UP || !conn_alive(c))
+		return 0;
+	srv = nghttp2_session_get_remote_settings(c->sess,
+	    NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+	if ((long)srv < cap)
+		cap = (long)srv;
+	return cap - c->nstreams;
+}
+
+/* Gives waiting requests the free streams of c, the gate asked for each
+ * as it leaves; then sends. Returns 0, or -1 with c gone. */
+static int
+conn_fill(struct h2conn *c)
+{
+	struct kh2 *h = c->h;
+	struct rs_kube *k = h->k;
+	struct kreq *r;
+	long room = conn_room(c);
+
+	while (room > 0 && (r = wait_pop(h)) != NULL) {
+		if (k->gate && !k->gate(k->gate_arg, r->method, r->path,
+		    r->resp.status.message, sizeof r->resp.status.message)) {
+			r->cb_rc = RS_EREFUSED;
+			finish(h, r, CURLE_ABORTED_BY_CALLBACK, 0);
+			continue;
+		}
+		if (stream_open(c, r) < 0) {
+			err_say(r, "unable to open an HTTP/2 stream");
+			finish(h, r, CURLE_HTTP2, 0);
+			continue;
+		}
+		room--;
+	}
+	return conn_send(c);
+}
+
+/* ---- the interface kube_multi.c drives */
+
+static void
+fall_back(struct kh2 *h, const char *why)
+{
+	struct kreq *r;
+
+	if (h->off)
+		return;
+	h->off = 1;
+	rs_info(1, "API requests to %s on libcurl from now on: %s",
+	    h->k->cfg->server, why);
+	while ((r = wait_pop(h)) != NULL) {
+		r->h2_curl = 1;
+		finish(h, r, CURLE_OK, 0);
+	}
+}
+
+int
+kube_h2_takes(struct rs_kube *k, const struct kreq *r)
+{
+	return k->h2 != NULL && !k->h2->off && r->fn == NULL;
+}
+
+rs_code
+kube_h2_start(struct rs_kube *k, struct kreq *r)
+{
+	struct kh2 *h = k->h2;
+	rs_code rc;
+
+	rc = kreq_cred(r);
+	if (rc != RS_OK)
+		return rc;
+	if (r->cred.cert) {
+		fall_back(h, "the exec plugin gives a client certificate");
+		return RS_EAGAIN;
+	}
+	r->h2c = NULL;
+	r->h2_id = 0;
+	r->h2_headers = 0;
+	r->h2_curl = 0;
+	r->h2_again = 0;
+	r->next = NULL;
+	if (h->wait_tail)
+		h->wait_tail->next = r;
+	else
+		h->wait_head = r;
+	h->wait_tail = r;
+	h->nwait++;
+	r->rnext = NULL;
+	r->rprev = h->run_tail;
+	if (h->run_tail)
+		h->run_tail->rnext = r;
+	else
+		h->run_head = r;
+	h->run_tail = r;
+	k->nrunning++;
+	return RS_OK;
+}
+
+static void
+timeouts(struct kh2 *h, int64_t now)
+{
+	struct h2conn *c, *nx;
+	struct kreq *r;
+	char why[128];
+
+	/* started in order, with one timeout: the first is the oldest */
+	while ((r = h->run_head) != NULL && r->timeout_ms > 0 &&
+	    r->start_ns + (int64_t)r->timeout_ms * 1000000 <= now) {
+		err_say(r, "Operation timed out after %ld milliseconds",
+		    r->timeout_ms);
+		if ((c = r->h2c) != NULL) {
+			stream_detach(r);
+			finish(h, r, CURLE_OPERATION_TIMEDOUT, r->h2_headers);
+			conn_send(c);   /* the RST_STREAM */
+		} else {
+			wait_remove(h, r);
+			finish(h, r, CURLE_OPERATION_TIMEDOUT, 0);
+		}
+	}
+	for (c = h->conns; c; c = nx) {
+		nx = c->next;
+		if (c->state != C_UP && c->deadline <= now) {
+			snprintf(why, sizeof why, "Connection timed out after "
+			    "%ld milliseconds", h->k->connect_ms);
+			conn_die(c, CURLE_OPERATION_TIMEDOUT, why);
+		}
+	}
+}
+
+/* Closes what is done with: a connection past a GOAWAY (or whose session
+ * ended) once its streams are over. */
+static void
+reap_conns(struct kh2 *h)
+{
+	struct h2conn *c, *nx;
+
+	for (c = h->conns; c; c = nx) {
+		nx = c->next;
+		if (c->state == C_UP && c->nstreams <= 0 && c->out_len == 0 &&
+		    (c->goaway || (!nghttp2_session_want_read(c->sess) &&
+		    !nghttp2_session_want_write(c->sess)))) {
+			conn_unlink(h, c);
+			rs_info(4, "HTTP/2 connection to %s closed after its "
+			    "GOAWAY", h->k->cfg->server);
+			conn_free(c);
+		}
+	}
+}
+
+void
+kube_h2_pump(struct rs_kube *k, int64_t now)
+{
+	struct kh2 *h = k->h2;
+	struct h2conn *c, *nx;
+	long dialling;
+
+	if (h == NULL)
+		return;
+	timeouts(h, now);
+	for (c = h->conns; c && h->nwait > 0; c = nx) {
+		nx = c->next;
+		if (conn_room(c) > 0)
+			conn_fill(c);
+	}
+	reap_conns(h);
+	if (h->nwait == 0 || h->off || now < h->redial_at)
+		return;
+	/* as many connections as the waiting need */
+	dialling = 0;
+	for (c = h->conns; c; c = c->next)
+		if (c->state != C_UP)
+			dialling++;
+	while (h->nwait > dialling * k->streams && h->redial_at <= now) {
+		conn_dial(h, now);
+		dialling++;
+	}
+}
+
+int
+kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
+{
+	struct h2conn *c;
+	int n = 0;
+
+	if (k->h2 == NULL)
+		return 0;
+	for (c = k->h2->conns; c; c = c->next) {
+		if (c->fd < 0)
+			continue;
+		if (n < max) {
+			p[n].fd = c->fd;
+			p[n].events = c->state == C_DIAL ? POLLOUT :
+			    POLLIN | c->ssl_want |
+			    (c->state == C_UP && c->out_len > 0 ? POLLOUT : 0);
+			p[n].revents = 0;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void
+conn_ready(struct h2conn *c, short ev)
+{
+	switch (c->state) {
+	case C_DIAL:
+		conn_connected(c);
+		return;
+	case C_TLS:
+		conn_tls(c);
+		return;
+	}
+	if ((ev & (POLLIN | POLLHUP | POLLERR)) || c->ssl_want) {
+		if (conn_recv(c) < 0)
+			return;
+	}
+	conn_fill(c);
+}
+
+void
+kube_h2_ready(struct rs_kube *k, const struct pollfd *p, int n)
+{
+	struct h2conn *c, *nx;
+	int i;
+
+	if (k->h2 == NULL)
+		return;
+	/* the connections as kube_h2_fds listed them: none came or went
+	 * since */
+	for (c = k->h2->conns, i = 0; c && i < n; c = nx) {
+		nx = c->next;
+		if (c->fd < 0)
+			continue;
+		if (p[i].fd == c->fd && p[i].revents != 0)
+			conn_ready(c, p[i].revents);
+		i++;
+	}
+	kube_h2_pump(k, rs_mono_ns());
+}
+
+int64_t
+kube_h2_next(struct rs_kube *k)
+{
+	struct kh2 *h = k->h2;
+	struct h2conn *c;
+	struct kreq *r;
+	int64_t t = -1, d;
+
+	if (h == NULL)
+		return -1;
+	if ((r = h->run_head) != NULL && r->timeout_ms > 0)
+		t = r->start_ns + (int64_t)r->timeout_ms * 1000000;
+	for (c = h->conns; c; c = c->next)
+		if (c->state != C_UP && (t < 0 || c->deadline < t))
+			t = c->deadline;
+	/* past, it holds nothing back: a poll that ends at once would spin */
+	if (h->nwait > 0 && !h->off && (d = h->redial_at) > rs_mono_ns() &&
+	    (t < 0 || d < t))
+		t = d;
+	return t;
+}
+
+struct kreq *
+kube_h2_done(struct rs_kube *k)
+{
+	struct kh2 *h = k->h2;
+	struct kreq *r;
+
+	if (h == NULL || (r = h->done_head) == NULL)
+		return NULL;
+	h->done_head = r->next;
+	if (h->done_head == NULL)
+		h->done_tail = NULL;
+	r->next = NULL;
+	return r;
+}
+
+void
+kube_h2_drop(struct rs_kube *k)
+{
+	struct kh2 *h = k->h2;
+	struct kreq *r;
+
+	if (h == NULL)
+		return;
+	while ((r = wait_pop(h)) != NULL)
+		finish(h, r, CURLE_ABORTED_BY_CALLBACK, 0);
+	while ((r = h->run_head) != NULL) {
+		stream_detach(r);
+		finish(h, r, CURLE_ABORTED_BY_CALLBACK, r->h2_headers);
+	}
+}
+
+/* ---- setup */
+
+/* Why libcurl must carry the requests, or NULL. */
+static const char *
+not_direct(const struct rs_kube_config *c)
+{
+	static const char *const env[] = { "https_proxy", "HTTPS_PROXY",
+	    "all_proxy", "ALL_PROXY" };
+	const char *v;
+	size_t i;
+
+	if (strncasecmp(c->server, "https://", 8) != 0)
+		return "the server is not https";
+	if (c->proxy_url)
+		return "the kubeconfig names a proxy";
+	/* libcurl honours them (unless no_proxy names the host): any set
+	 * at all, and libcurl decides */
+	for (i = 0; i < sizeof env / sizeof env[0]; i++)
+		if ((v = getenv(env[i])) != NULL && v[0] != '\0')
+			return "a proxy is set in the environment";
+	if (c->username || c->password)
+		return "basic authentication";
+	return NULL;
+}
+
+static int
+ca_load(SSL_CTX *ctx, const struct rs_kube_config *c)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	X509 *x;
+	BIO *b;
+	int n = 0;
+
+	if (c->ca_data == NULL)
+		return c->ca_file ? SSL_CTX_load_verify_locations(ctx,
+		    c->ca_file, NULL) == 1 : SSL_CTX_set_default_verify_paths(
+		    ctx) == 1;
+	/* only the cluster's CA, as client-go */
+	b = BIO_new_mem_buf(c->ca_data, (int)c->ca_data_len);
+	if (b == NULL)
+		return 0;
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
+		n += X509_STORE_add_cert(st, x) == 1;
+		X509_free(x);
+	}
+	ERR_clear_error();
+	BIO_free(b);
+	return n > 0;
+}
+
+static int
+cert_load(SSL_CTX *ctx, const struct rs_kube_config *c)
+{
+	EVP_PKEY *key;
+	X509 *x;
+	BIO *b;
+	int ok;
+
+	if (c->cert_data == NULL)
+		return c->cert_file == NULL ||
+		    (SSL_CTX_use_certificate_chain_file(ctx, c->cert_file) ==
+		    1 && SSL_CTX_use_PrivateKey_file(ctx, c->key_file ?
+		    c->key_file : c->cert_file, SSL_FILETYPE_PEM) == 1);
+	if ((b = BIO_new_mem_buf(c->cert_data, (int)c->cert_data_len)) ==
+	    NULL)
+		return 0;
+	ok = (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL &&
+	    SSL_CTX_use_certificate(ctx, x) == 1;
+	X509_free(x);
+	/* the rest of the chain */
+	while (ok && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+		if (SSL_CTX_add0_chain_cert(ctx, x) != 1) {
+			X509_free(x);
+			ok = 0;
+		}
+	BIO_free(b);
+	ERR_clear_error();
+	if (!ok || c->key_data == NULL ||
+	    (b = BIO_new_mem_buf(c->key_data, (int)c->key_data_len)) == NULL)
+		return 0;
+	key = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+	ok = key != NULL && SSL_CTX_use_PrivateKey(ctx, key) == 1;
+	EVP_PKEY_free(key);
+	BIO_free(b);
+	return ok && SSL_CTX_check_private_key(ctx) == 1;
+}
+
+static SSL_CTX *
+ctx_new(const struct rs_kube_config *c, const char **why)
+{
+	static const unsigned char alpn[] = "\x02h2";
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	*why = "unable to set up TLS";
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+	    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (SSL_CTX_set_alpn_protos(ctx, alpn, sizeof alpn - 1) != 0)
+		goto fail;
+	if (c->insecure) {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	} else {
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		*why = "unable to load the CA certificate";
+		if (!ca_load(ctx, c))
+			goto fail;
+	}
+	*why = "unable to load the client certificate";
+	if (!cert_load(ctx, c))
+		goto fail;
+	return ctx;
+fail:
+	ERR_clear_error();
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+static char *
+unbracket(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
+		return strndup(s + 1, n - 2);
+	return strdup(s);
+}
+
+static int
+is_ip(const char *s)
+{
+	unsigned char b[sizeof(struct in6_addr)];
+
+	return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+/* Where to dial, what to call the server (:authority, as kube_endpoint's
+ * Host), and the name its certificate must have (tls-server-name, else
+ * the host). */
+static int
+names(struct kh2 *h, const struct rs_kube_config *c)
+{
+	char *host = NULL, *port = NULL, *eport = NULL;
+	CURLU *u = curl_url();
+	int ok = 0;
+
+	if (u == NULL)
+		return 0;
+	if (curl_url_set(u, CURLUPART_URL, c->server, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
+	    CURLUE_OK)
+		goto out;
+	if (curl_url_get(u, CURLUPART_PORT, &eport, 0) != CURLUE_OK)
+		eport = NULL;
+	h->host = unbracket(host);
+	h->port = strdup(port);
+	if (asprintf(&h->authority, "%s%s%s", host, eport ? ":" : "",
+	    eport ? eport : "") < 0)
+		h->authority = NULL;
+	h->vname = unbracket(c->tls_server_name ? c->tls_server_name : host);
+	ok = h->host && h->port && h->authority && h->vname;
+	if (ok)
+		h->vname_ip = is_ip(h->vname);
+out:
+	curl_free(host);
+	curl_free(port);
+	curl_free(eport);
+	curl_url_cleanup(u);
+	return ok;
+}
+
+static nghttp2_session_callbacks *
+callbacks(void)
+{
+	nghttp2_session_callbacks *cb;
+
+	if (nghttp2_session_callbacks_new(&cb) != 0)
+		return NULL;
+	nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb,
+	    on_data);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb,
+	    on_frame_send);
+	nghttp2_session_callbacks_set_on_frame_recv_callback(cb,
+	    on_frame_recv);
+	nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_close);
+	return cb;
+}
+
+void
+kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
+{
+	const struct rs_kube_config *c = k->cfg;
+	const char *why;
+	struct kh2 *h;
+
+	if (o == NULL || o->http_client != RS_KUBE_HTTP_DIRECT)
+		return;
+	if ((why = not_direct(c)) != NULL) {
+		rs_info(1, "API requests to %s on libcurl, not direct HTTP/2: "
+		    "%s", c->server, why);
+		return;
+	}
+	h = calloc(1, sizeof *h);
+	if (h == NULL)
+		return;
+	h->k = k;
+	why = "out of memory";
+	if (!names(h, c) || (h->cbs = callbacks()) == NULL ||
+	    (h->ctx = ctx_new(c, &why)) == NULL) {
+		/* libcurl says it again, request by request */
+		rs_info(1, "API requests to %s on libcurl, not direct HTTP/2: "
+		    "%s", c->server, why);
+		k->h2 = h;
+		kube_h2_free(k);
+		return;
+	}
+	k->h2 = h;
+	rs_info(1, "API requests to %s on direct HTTP/2 (libnghttp2 %s, %s)",
+	    c->server, nghttp2_version(0)->version_str,
+	    OpenSSL_version(OPENSSL_VERSION));
+}
+
+void
+kube_h2_free(struct rs_kube *k)
+{
+	struct kh2 *h = k->h2;
+	struct h2conn *c;
+
+	if (h == NULL)
+		return;
+	while ((c = h->conns) != NULL) {
+		h->conns = c->next;
+		conn_free(c);
+	}
+	if (h->cbs)
+		nghttp2_session_callbacks_del(h->cbs);
+	SSL_CTX_free(h->ctx);
+	free(h->host);
+	free(h->port);
+	free(h->authority);
+	free(h->vname);
+	free(h);
+	k->h2 = NULL;
+}
