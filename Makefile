@@ -8,7 +8,7 @@ LIBEXECDIR ?= $(PREFIX)/libexec/rs-controller
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 BUILD   ?= build
 CC      ?= cc
-PKGS     = libcurl libnghttp2 openssl libcjson yaml-0.1 lmdb libmicrohttpd
+include pkgs.mk
 WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 ifdef CI
 WARN    += -Werror

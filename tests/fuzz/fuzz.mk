@@ -6,7 +6,7 @@
 
 FUZZ_CC   ?= clang
 FB        := build/fuzz
-PKGS      := libcurl libcjson yaml-0.1 lmdb libmicrohttpd
+include pkgs.mk
 SANS      := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FCFLAGS   := -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer $(SANS) \
              -fsanitize=fuzzer-no-link -Ilibcommon $(shell pkg-config --cflags $(PKGS))
