@@ -83,10 +83,9 @@ struct kh2 {
 	char *vname;                     /* SNI and the certificate's name */
 	int vname_ip;
 	struct h2conn *conns;
-	struct kreq *wait_head, *wait_tail;   /* no stream yet */
-	int nwait;
+	struct kfifo wait;                    /* no stream yet */
 	struct kreq *run_head, *run_tail;     /* all taken, by start */
-	struct kreq *done_head, *done_tail;
+	struct kfifo done;
 	int64_t redial_at;
 	int off;                         /* libcurl for good */
 };
@@ -125,43 +124,7 @@ finish(struct kh2 *h, struct kreq *r, CURLcode cc, int sent)
 	r->resp.http2 = 1;
 	if (cc != CURLE_OK)
 		r->resp.sent = sent;
-	r->next = NULL;
-	if (h->done_tail)
-		h->done_tail->next = r;
-	else
-		h->done_head = r;
-	h->done_tail = r;
-}
-
-static void
-wait_remove(struct kh2 *h, struct kreq *r)
-{
-	struct kreq **pp, *prev = NULL;
-
-	for (pp = &h->wait_head; *pp && *pp != r; pp = &(*pp)->next)
-		prev = *pp;
-	if (*pp == NULL)
-		return;
-	*pp = r->next;
-	if (h->wait_tail == r)
-		h->wait_tail = prev;
-	r->next = NULL;
-	h->nwait--;
-}
-
-static struct kreq *
-wait_pop(struct kh2 *h)
-{
-	struct kreq *r = h->wait_head;
-
-	if (r == NULL)
-		return NULL;
-	h->wait_head = r->next;
-	if (h->wait_head == NULL)
-		h->wait_tail = NULL;
-	r->next = NULL;
-	h->nwait--;
-	return r;
+	kfifo_push(&h->done, r);
 }
 
 /* r's stream surely never reached the server (refused by it, past its
@@ -178,11 +141,7 @@ requeue(struct kh2 *h, struct kreq *r)
 	r->h2_headers = 0;
 	r->resp.code = 0;
 	r->retry_after = 0;
-	r->next = h->wait_head;
-	h->wait_head = r;
-	if (h->wait_tail == NULL)
-		h->wait_tail = r;
-	h->nwait++;
+	kfifo_push_front(&h->wait, r);
 	return 1;
 }
 
@@ -384,7 +343,7 @@ conn_die(struct h2conn *c, CURLcode cc, const char *why)
 	for (o = h->conns; o; o = o->next)
 		other |= conn_alive(o);
 	if (!up && !other) {
-		while ((r = wait_pop(h)) != NULL) {
+		while ((r = kfifo_pop(&h->wait)) != NULL) {
 			snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
 			finish(h, r, cc, 0);
 		}
@@ -816,7 +775,7 @@ conn_fill(struct h2conn *c)
 	struct kreq *r;
 	long room = conn_room(c);
 
-	while (room > 0 && (r = wait_pop(h)) != NULL) {
+	while (room > 0 && (r = kfifo_pop(&h->wait)) != NULL) {
 		if (k->gate && !k->gate(k->gate_arg, r->method, r->path,
 		    r->resp.status.message, sizeof r->resp.status.message)) {
 			r->cb_rc = RS_EREFUSED;
@@ -845,7 +804,7 @@ fall_back(struct kh2 *h, const char *why)
 	h->off = 1;
 	rs_info(1, "API requests to %s on libcurl from now on: %s",
 	    h->k->cfg->server, why);
-	while ((r = wait_pop(h)) != NULL) {
+	while ((r = kfifo_pop(&h->wait)) != NULL) {
 		r->h2_curl = 1;
 		finish(h, r, CURLE_OK, 0);
 	}
@@ -875,13 +834,7 @@ kube_h2_start(struct rs_kube *k, struct kreq *r)
 	r->h2_headers = 0;
 	r->h2_curl = 0;
 	r->h2_again = 0;
-	r->next = NULL;
-	if (h->wait_tail)
-		h->wait_tail->next = r;
-	else
-		h->wait_head = r;
-	h->wait_tail = r;
-	h->nwait++;
+	kfifo_push(&h->wait, r);
 	r->rnext = NULL;
 	r->rprev = h->run_tail;
 	if (h->run_tail)
@@ -910,7 +863,7 @@ timeouts(struct kh2 *h, int64_t now)
 			finish(h, r, CURLE_OPERATION_TIMEDOUT, r->h2_headers);
 			conn_send(c);   /* the RST_STREAM */
 		} else {
-			wait_remove(h, r);
+			kfifo_remove(&h->wait, r);
 			finish(h, r, CURLE_OPERATION_TIMEDOUT, 0);
 		}
 	}
@@ -954,20 +907,20 @@ kube_h2_pump(struct rs_kube *k, int64_t now)
 	if (h == NULL)
 		return;
 	timeouts(h, now);
-	for (c = h->conns; c && h->nwait > 0; c = nx) {
+	for (c = h->conns; c && h->wait.n > 0; c = nx) {
 		nx = c->next;
 		if (conn_room(c) > 0)
 			conn_fill(c);
 	}
 	reap_conns(h);
-	if (h->nwait == 0 || h->off || now < h->redial_at)
+	if (h->wait.n == 0 || h->off || now < h->redial_at)
 		return;
 	/* as many connections as the waiting need */
 	dialling = 0;
 	for (c = h->conns; c; c = c->next)
 		if (c->state != C_UP)
 			dialling++;
-	while (h->nwait > dialling * k->streams && h->redial_at <= now) {
+	while (h->wait.n > dialling * k->streams && h->redial_at <= now) {
 		conn_dial(h, now);
 		dialling++;
 	}
@@ -1051,7 +1004,7 @@ kube_h2_next(struct rs_kube *k)
 		if (c->state != C_UP && (t < 0 || c->deadline < t))
 			t = c->deadline;
 	/* past, it holds nothing back: a poll that ends at once would spin */
-	if (h->nwait > 0 && !h->off && (d = h->redial_at) > rs_mono_ns() &&
+	if (h->wait.n > 0 && !h->off && (d = h->redial_at) > rs_mono_ns() &&
 	    (t < 0 || d < t))
 		t = d;
 	return t;
@@ -1061,15 +1014,8 @@ struct kreq *
 kube_h2_done(struct rs_kube *k)
 {
 	struct kh2 *h = k->h2;
-	struct kreq *r;
 
-	if (h == NULL || (r = h->done_head) == NULL)
-		return NULL;
-	h->done_head = r->next;
-	if (h->done_head == NULL)
-		h->done_tail = NULL;
-	r->next = NULL;
-	return r;
+	return h == NULL ? NULL : kfifo_pop(&h->done);
 }
 
 void
@@ -1080,7 +1026,7 @@ kube_h2_drop(struct rs_kube *k)
 
 	if (h == NULL)
 		return;
-	while ((r = wait_pop(h)) != NULL)
+	while ((r = kfifo_pop(&h->wait)) != NULL)
 		finish(h, r, CURLE_ABORTED_BY_CALLBACK, 0);
 	while ((r = h->run_head) != NULL) {
 		stream_detach(r);

@@ -35,6 +35,16 @@ struct kslot {
 
 struct kreq;
 
+/* A FIFO of requests linked by their next (kube_fifo.c). */
+struct kfifo {
+	struct kreq *head, *tail;
+	int n;
+};
+void kfifo_push(struct kfifo *q, struct kreq *r);
+void kfifo_push_front(struct kfifo *q, struct kreq *r);
+struct kreq *kfifo_pop(struct kfifo *q);
+void kfifo_remove(struct kfifo *q, struct kreq *r);
+
 struct rs_kube {
 	struct rs_kube_config *cfg;
 	struct rs_kauth *auth;
@@ -53,11 +63,11 @@ struct rs_kube {
 	int nidle;
 	/* The asynchronous side: one thread at a time. */
 	CURLM *multi;
-	struct kreq *wait_head, *wait_tail;   /* submitted, not started */
+	struct kfifo wait;                    /* submitted, not started */
 	struct kreq *run_head;                /* in the multi */
 	rs_kube_gate_fn gate;                 /* asked as each one starts */
 	void *gate_arg;
-	int nwait, nrunning;
+	int nrunning;
 	unsigned long async_lines;    /* handed out by asynchronous streams:
 	                                 rs_kube_run returns when it moves */
 	int max_running;

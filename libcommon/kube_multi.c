@@ -73,12 +73,7 @@ submit(struct rs_kube *k, const char *method, const char *path,
 	r->done = done;
 	r->done_arg = arg;
 	r->not_before = rs_mono_ns() + kube_reserve(k);
-	if (k->wait_tail)
-		k->wait_tail->next = r;
-	else
-		k->wait_head = r;
-	k->wait_tail = r;
-	k->nwait++;
+	kfifo_push(&k->wait, r);
 	if (out)
 		*out = r;
 	return RS_OK;
@@ -296,13 +291,9 @@ start_due(struct rs_kube *k, int64_t now)
 	int n = 0;
 	rs_code rc;
 
-	while ((r = k->wait_head) != NULL && r->not_before <= now &&
+	while ((r = k->wait.head) != NULL && r->not_before <= now &&
 	    k->nrunning < k->max_running) {
-		k->wait_head = r->next;
-		if (k->wait_head == NULL)
-			k->wait_tail = NULL;
-		r->next = NULL;
-		k->nwait--;
+		(void)kfifo_pop(&k->wait);
 		if (gated(k, r)) {
 			n++;
 			continue;
@@ -496,9 +487,9 @@ poll_ms(struct rs_kube *k, int64_t now, int64_t deadline)
 {
 	int64_t until = deadline, h2;
 
-	if (k->wait_head && k->wait_head->not_before < until &&
+	if (k->wait.head && k->wait.head->not_before < until &&
 	    k->nrunning < k->max_running)
-		until = k->wait_head->not_before;
+		until = k->wait.head->not_before;
 	if (k->timer_at >= 0 && k->timer_at < until)
 		until = k->timer_at;
 	if ((h2 = kube_h2_next(k)) >= 0 && h2 < until)
@@ -614,7 +605,7 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 		done += reap(k);
 		if (done > 0 || k->async_lines != lines)
 			break;
-		if (k->nwait + k->nrunning == 0 && extra_fd < 0)
+		if (k->wait.n + k->nrunning == 0 && extra_fd < 0)
 			break;
 		now = rs_mono_ns();
 		if (now >= deadline)
@@ -629,7 +620,7 @@ rs_kube_run(struct rs_kube *k, int timeout_ms, int extra_fd)
 		}
 		now = rs_mono_ns();
 	}
-	return k->nwait + k->nrunning;
+	return k->wait.n + k->nrunning;
 }
 
 void
@@ -643,13 +634,10 @@ kube_multi_drop(struct rs_kube *k)
 		r->done = NULL;
 		req_complete(k, r, RS_EIO);
 	}
-	while ((r = k->wait_head) != NULL) {
-		k->wait_head = r->next;
+	while ((r = kfifo_pop(&k->wait)) != NULL) {
 		r->done = NULL;
 		req_complete(k, r, RS_EIO);
 	}
-	k->wait_tail = NULL;
-	k->nwait = 0;
 	/* Transfers still running: finish none, free all. */
 	while ((r = k->run_head) != NULL) {
 		run_unlink(k, r);
