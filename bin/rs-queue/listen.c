@@ -74,23 +74,36 @@ clear_stale(const char *path, const struct sockaddr_un *sa)
 		rs_fatal(111, "unable to remove %s: %s", path, strerror(errno));
 }
 
+/* The socket is bound under a name of its own, listening, then renamed
+ * to path: path exists only once a client's connect is taken, so a
+ * client that waits for it to appear (a script's `test -S`) is never
+ * refused in the moment between bind and listen. A path with no room
+ * for the one byte more is bound as it is. */
 void
 rsq_listen(const char *path, struct rsq_listener *l)
 {
 	struct sockaddr_un sa;
 	struct stat st;
+	size_t len = strlen(path);
+	int staged;
 	mode_t old;
 	int r;
 
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
-	if (strlen(path) >= sizeof sa.sun_path)
+	if (len >= sizeof sa.sun_path)
 		rs_fatal(100, "unable to serve %s: path longer than %zu bytes",
 		    path, sizeof sa.sun_path - 1);
 	strcpy(sa.sun_path, path);
 	check_dir(path);
 	take_lock(path, l);
 	clear_stale(path, &sa);
+	if ((staged = len + 1 < sizeof sa.sun_path)) {
+		strcat(sa.sun_path, "~");   /* ours alone: the lock is held */
+		if (unlink(sa.sun_path) < 0 && errno != ENOENT)
+			rs_fatal(111, "unable to remove %s: %s", sa.sun_path,
+			    strerror(errno));
+	}
 	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (l->fd < 0)
 		rs_fatal(111, "unable to create a socket: %s", strerror(errno));
@@ -98,14 +111,20 @@ rsq_listen(const char *path, struct rsq_listener *l)
 	r = bind(l->fd, (struct sockaddr *)&sa, sizeof sa);
 	umask(old);
 	if (r < 0)
-		rs_fatal(111, "unable to bind %s: %s", path, strerror(errno));
-	if (chmod(path, 0600) < 0 || stat(path, &st) < 0)
-		rs_fatal(111, "unable to set the mode of %s: %s", path,
+		rs_fatal(111, "unable to bind %s: %s", sa.sun_path,
 		    strerror(errno));
-	l->dev = st.st_dev;
-	l->ino = st.st_ino;
+	if (chmod(sa.sun_path, 0600) < 0)
+		rs_fatal(111, "unable to set the mode of %s: %s", sa.sun_path,
+		    strerror(errno));
 	if (listen(l->fd, SOMAXCONN) < 0)
 		rs_fatal(111, "unable to listen on %s: %s", path, strerror(errno));
+	if (staged && rename(sa.sun_path, path) < 0)
+		rs_fatal(111, "unable to rename %s to %s: %s", sa.sun_path, path,
+		    strerror(errno));
+	if (stat(path, &st) < 0)
+		rs_fatal(111, "unable to stat %s: %s", path, strerror(errno));
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
 }
 
 void
