@@ -763,6 +763,54 @@ test_direct_401_resends_with_the_rotated_token() {
   return 0
 }
 
+# An exec plugin whose first token the server refuses (expired): the 401s
+# on the direct client run the plugin once more, and the writes go again
+# with its new token; three creates refused at once still run it only
+# twice in all.
+test_direct_401_runs_the_exec_plugin_again() {
+  need_cluster || return
+  ns=$(new_ns exec401)
+  mk_rs "$ns" web
+  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
+    kubectl -n "$ns" create role writer --verb=get,list,create,delete \
+      --resource=pods,events >/dev/null &&
+    kubectl -n "$ns" create rolebinding writer --role=writer \
+      --serviceaccount="$ns:writer" >/dev/null &&
+    kubectl -n "$ns" create token writer >"$TMP/good" || fail "no ServiceAccount token"
+  cat >"$TMP/plugin.sh" <<'PLUGIN'
+#!/bin/sh
+n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n + 1)); echo $n >"$COUNT"
+if [ $n -eq 1 ]; then t=expired-token; else t=$(cat "$GOOD"); fi
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "$t"
+PLUGIN
+  chmod +x "$TMP/plugin.sh"
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubeconfig_write "$TMP/exec401.kc" "$server" \
+    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $TMP/plugin.sh
+      interactiveMode: Never
+      env: [{name: COUNT, value: $TMP/count}, {name: GOOD, value: $TMP/good}]"
+  q_hold "$ns/web"
+  # a batch of 1 and one of 2: the first 401 before the others start
+  { create_intent "$ns" web 3; intent end "$ns" web; } |
+    apply -v 8 --kubeconfig "$TMP/exec401.kc" 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "pods, each once" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  [ -n "$QSOCK" ] && assertEquals "no key failed" 0 "$(q_stat retries_total)"
+  assertEquals "plugin runs" 2 "$(cat "$TMP/count")"
+  grep -q -- "$(cat "$TMP/good")" "$TMP/log" && fail "a token in the log"
+  grep -q 'exec plugin credentials refused (401): running the plugin again' "$TMP/log" ||
+    fail "no word of the plugin run again"
+  assertEquals "creates refused with the expired token" 1 \
+    "$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 401 in" "$TMP/log")"
+  assertEquals "creates made with the new token" 3 \
+    "$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 201 in" "$TMP/log")"
+  grep -q 'HTTP/2 connection to .* up' "$TMP/log" || fail "no direct connection"
+  grep -q 'on libcurl' "$TMP/log" && fail "fell back to libcurl: $(grep 'on libcurl' "$TMP/log")"
+  return 0
+}
+
 # An exec plugin that hands out a client certificate: the direct client
 # cannot present it (its TLS context is made once, from the kubeconfig), so
 # the first request that gets it turns the direct client off for good, as
