@@ -703,7 +703,7 @@ test_direct_goaway_replaces_connections() {
   [ "$goaways" -ge 1 ] || fail "no GOAWAY seen"
   # each of the two runs dials one; a GOAWAY makes it dial another
   [ "$ups" -ge 3 ] || fail "$goaways GOAWAYs, and only $ups connections up"
-  tests/env/cluster down "$TMP/goaway" >/dev/null 2>&1
+  "$top/tests/env/cluster" down "$TMP/goaway" >/dev/null 2>&1
 }
 
 # A token file rotated under a running rs-apply: the old token is refused
