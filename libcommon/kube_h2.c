@@ -246,8 +246,13 @@ on_frame_recv(nghttp2_session *s, const nghttp2_frame *f, void *u)
 	struct h2conn *c = u;
 
 	(void)s;
-	if (f->hd.type == NGHTTP2_GOAWAY)
-		c->goaway = 1;
+	if (f->hd.type != NGHTTP2_GOAWAY)
+		return 0;
+	c->goaway = 1;
+	rs_info(4, "HTTP/2 connection to %s: GOAWAY (%s, last stream %d): "
+	    "no new request goes on it", c->h->k->cfg->server,
+	    nghttp2_http2_strerror(f->goaway.error_code),
+	    f->goaway.last_stream_id);
 	return 0;
 }
 

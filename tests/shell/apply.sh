@@ -658,6 +658,194 @@ test_writes_on_direct_http2() {
     grep -c "POST /api/v1/namespaces/$ns/pods?fieldManager=rs-apply: 201")"
 }
 
+# kube-apiserver's --goaway-chance: each HTTP/2 answer (watches aside) may
+# carry a GOAWAY, after which the server takes no new stream on that
+# connection and closes it once its streams ended. rs-apply's direct client
+# must move to new connections: streams the server never took (past its
+# GOAWAY's last stream) go again on another, those it took end there, and
+# nothing is written twice or lost. 0.02 is the flag's upper bound;
+# 3 x 150 creates and their deletes are some 1,000 writes (Events too), so
+# a run with no GOAWAY at all has odds of 0.98^1000, about 2e-9. The
+# writes leave on the rate limiter's clock (300 a second, a burst of 1),
+# not as answers come, so that some go out while a GOAWAY is on its way:
+# streams the server never took, which must go again on another
+# connection (a client that kept writing on a connection past its GOAWAY
+# loses them: 62 and 53 pods made of two keys' 150, 4 keys failed).
+test_direct_goaway_replaces_connections() {
+  need_cluster || return
+  cluster_of_our_own "$TMP/goaway" RS_TEST_APISERVER_FLAGS=--goaway-chance=0.02 || return
+  local -x KUBECONFIG=$TMP/goaway/kubeconfig
+  ns=$(new_ns goaway)
+  for rs in a b c; do mk_rs "$ns" $rs; q_hold "$ns/$rs"; done
+  for rs in a b c; do create_intent "$ns" $rs 150; intent end "$ns" $rs; done |
+    apply -v 4 --kubeconfig "$KUBECONFIG" --kube-api-qps 300 --kube-api-burst 1 2>"$TMP/log"
+  assertEquals "exit status (creates)" 0 $?
+  for rs in a b c; do
+    assertEquals "pods of $rs, none twice, none missing" 150 \
+      "$(kubectl get pods -n "$ns" -l app=$rs -o name | wc -l)"
+  done
+  for rs in a b c; do q_hold "$ns/$rs"; done
+  for rs in a b c; do
+    intent delete "$ns" $rs "$(kubectl get pods -n "$ns" -l app=$rs -o json |
+      jq -c '{pods: [.items[].metadata | {name, uid}]}')"
+    intent end "$ns" $rs
+  done | apply -v 4 --kubeconfig "$KUBECONFIG" --kube-api-qps 300 --kube-api-burst 1 2>>"$TMP/log"
+  assertEquals "exit status (deletes)" 0 $?
+  assertEquals "pods left" 0 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  [ -n "$QSOCK" ] && assertEquals "no key failed" 0 "$(q_stat retries_total)"
+  grep -q 'API requests to https://.* on direct HTTP/2' "$TMP/log" ||
+    fail "not on the direct client: $(head -3 "$TMP/log")"
+  grep -q 'on libcurl' "$TMP/log" && fail "fell back to libcurl: $(grep 'on libcurl' "$TMP/log")"
+  goaways=$(grep -c 'HTTP/2 connection to .*: GOAWAY' "$TMP/log")
+  ups=$(grep -c 'HTTP/2 connection to .* up$' "$TMP/log")
+  echo "figure: $SUITE: --goaway-chance 0.02: $goaways GOAWAYs, $ups connections up," \
+    "$(grep -c 'stream refused by the server, sent again' "$TMP/log") streams sent again"
+  [ "$goaways" -ge 1 ] || fail "no GOAWAY seen"
+  # each of the two runs dials one; a GOAWAY makes it dial another
+  [ "$ups" -ge 3 ] || fail "$goaways GOAWAYs, and only $ups connections up"
+  "$top/tests/env/cluster" down "$TMP/goaway" >/dev/null 2>&1
+}
+
+# A token file rotated under a running rs-apply: the old token is refused
+# (bound to a Secret, deleted), and rs-apply has not read the file again yet
+# (client-go's period, a minute). The 401 on the direct HTTP/2 client makes
+# it read the file and send the write once more, with the new token; the
+# key ends done, each pod made once.
+test_direct_401_resends_with_the_rotated_token() {
+  need_cluster || return
+  ns=$(new_ns rotate)
+  mk_rs "$ns" web
+  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
+    kubectl -n "$ns" create role writer --verb=get,list,create,delete \
+      --resource=pods,events >/dev/null &&
+    kubectl -n "$ns" create rolebinding writer --role=writer \
+      --serviceaccount="$ns:writer" >/dev/null &&
+    kubectl -n "$ns" create secret generic old >/dev/null &&
+    kubectl -n "$ns" create secret generic new >/dev/null || fail "no ServiceAccount"
+  kubectl -n "$ns" create token writer --bound-object-kind Secret \
+    --bound-object-name old >"$TMP/token" || fail "no token"
+  old=$(cat "$TMP/token")
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubeconfig_write "$TMP/rot.kc" "$server" \
+    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    tokenFile: $TMP/token"
+  q_hold "$ns/web"
+  mkfifo "$TMP/fifo"
+  # shellcheck disable=SC2046
+  rs-apply $(apply_flags) -v 8 --kubeconfig "$TMP/rot.kc" <"$TMP/fifo" 2>"$TMP/log" &
+  pid=$!
+  exec 3>"$TMP/fifo"
+  wait_for 20 grep -q 'on direct HTTP/2' "$TMP/log" || fail "no direct client: $(head -3 "$TMP/log")"
+  # the rotation: a new token in the file, the old one's Secret deleted
+  kubectl -n "$ns" create token writer --bound-object-kind Secret \
+    --bound-object-name new >"$TMP/token.new" && mv "$TMP/token.new" "$TMP/token" &&
+    kubectl -n "$ns" delete secret old >/dev/null || fail "no rotation"
+  # kube-apiserver keeps a token it took for 10 s (its authentication cache)
+  refused() {
+    [ "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$RS_TEST_CLUSTER/ca.crt" \
+      -H "Authorization: Bearer $old" "$server/api/v1/namespaces/$ns/pods")" = 401 ]
+  }
+  wait_for 30 refused || fail "the old token still taken"
+  { create_intent "$ns" web 3; intent end "$ns" web; } >&3
+  exec 3>&-
+  wait "$pid"
+  assertEquals "exit status" 0 $?
+  rm -f "$TMP/fifo"
+  assertEquals "pods, each once" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  [ -n "$QSOCK" ] && assertEquals "no key failed" 0 "$(q_stat retries_total)"
+  n401=$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 401 in" "$TMP/log")
+  n201=$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 201 in" "$TMP/log")
+  [ "$n401" -ge 1 ] || fail "no create refused with the old token: $(grep POST "$TMP/log" | head -5)"
+  assertEquals "creates that succeeded, on the new token" 3 "$n201"
+  grep -q "token file $TMP/token re-read: new token" "$TMP/log" || fail "the file not read again"
+  grep -q 'HTTP/2 connection to .* up' "$TMP/log" || fail "no direct connection"
+  grep -q 'on libcurl' "$TMP/log" && fail "fell back to libcurl: $(grep 'on libcurl' "$TMP/log")"
+  grep -q -- "$old" "$TMP/log" && fail "a token in the log"
+  return 0
+}
+
+# An exec plugin whose first token the server refuses (expired): the 401s
+# on the direct client run the plugin once more, and the writes go again
+# with its new token; three creates refused at once still run it only
+# twice in all.
+test_direct_401_runs_the_exec_plugin_again() {
+  need_cluster || return
+  ns=$(new_ns exec401)
+  mk_rs "$ns" web
+  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
+    kubectl -n "$ns" create role writer --verb=get,list,create,delete \
+      --resource=pods,events >/dev/null &&
+    kubectl -n "$ns" create rolebinding writer --role=writer \
+      --serviceaccount="$ns:writer" >/dev/null &&
+    kubectl -n "$ns" create token writer >"$TMP/good" || fail "no ServiceAccount token"
+  cat >"$TMP/plugin.sh" <<'PLUGIN'
+#!/bin/sh
+n=$(cat "$COUNT" 2>/dev/null || echo 0); n=$((n + 1)); echo $n >"$COUNT"
+if [ $n -eq 1 ]; then t=expired-token; else t=$(cat "$GOOD"); fi
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "$t"
+PLUGIN
+  chmod +x "$TMP/plugin.sh"
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubeconfig_write "$TMP/exec401.kc" "$server" \
+    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $TMP/plugin.sh
+      interactiveMode: Never
+      env: [{name: COUNT, value: $TMP/count}, {name: GOOD, value: $TMP/good}]"
+  q_hold "$ns/web"
+  # a batch of 1 and one of 2: the first 401 before the others start
+  { create_intent "$ns" web 3; intent end "$ns" web; } |
+    apply -v 8 --kubeconfig "$TMP/exec401.kc" 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "pods, each once" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  [ -n "$QSOCK" ] && assertEquals "no key failed" 0 "$(q_stat retries_total)"
+  assertEquals "plugin runs" 2 "$(cat "$TMP/count")"
+  grep -q -- "$(cat "$TMP/good")" "$TMP/log" && fail "a token in the log"
+  grep -q 'exec plugin credentials refused (401): running the plugin again' "$TMP/log" ||
+    fail "no word of the plugin run again"
+  assertEquals "creates refused with the expired token" 1 \
+    "$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 401 in" "$TMP/log")"
+  assertEquals "creates made with the new token" 3 \
+    "$(grep -c "POST https://.*/api/v1/namespaces/$ns/pods?fieldManager=rs-apply 201 in" "$TMP/log")"
+  grep -q 'HTTP/2 connection to .* up' "$TMP/log" || fail "no direct connection"
+  grep -q 'on libcurl' "$TMP/log" && fail "fell back to libcurl: $(grep 'on libcurl' "$TMP/log")"
+  return 0
+}
+
+# An exec plugin that hands out a client certificate: the direct client
+# cannot present it (its TLS context is made once, from the kubeconfig), so
+# the first request that gets it turns the direct client off for good, as
+# -v 1 says, and every write goes on libcurl with the certificate, none
+# sent twice for the switch.
+test_exec_client_certificate_goes_on_libcurl() {
+  need_cluster || return
+  ns=$(new_ns execcert)
+  mk_rs "$ns" web
+  jq -n --rawfile c "$RS_TEST_CLUSTER/admin.crt" --rawfile k "$RS_TEST_CLUSTER/admin.key" \
+    '{apiVersion:"client.authentication.k8s.io/v1",kind:"ExecCredential",
+      status:{clientCertificateData:$c,clientKeyData:$k}}' >"$TMP/cred.json"
+  chmod 0600 "$TMP/cred.json"
+  printf '#!/bin/sh\ncat "%s"\n' "$TMP/cred.json" >"$TMP/cert-plugin.sh"
+  chmod +x "$TMP/cert-plugin.sh"
+  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  kubeconfig_write "$TMP/exec.kc" "$server" \
+    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $TMP/cert-plugin.sh
+      interactiveMode: Never"
+  q_hold "$ns/web"
+  { create_intent "$ns" web 3; intent end "$ns" web; } |
+    apply -v 4 --kubeconfig "$TMP/exec.kc" 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "pods, each once" 3 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  [ -n "$QSOCK" ] && assertEquals "no key failed" 0 "$(q_stat retries_total)"
+  assertEquals "the switch to libcurl, said once" 1 "$(grep -c \
+    "API requests to $server on libcurl from now on: the exec plugin gives a client certificate" "$TMP/log")"
+  grep -q 'HTTP/2 connection\|HTTP/2: dialling' "$TMP/log" &&
+    fail "a direct connection: $(grep 'HTTP/2 connection\|HTTP/2: dialling' "$TMP/log")"
+  assertEquals "three creates answered 201" 3 \
+    "$(grep -c "POST /api/v1/namespaces/$ns/pods?fieldManager=rs-apply: 201" "$TMP/log")"
+}
+
 test_usage() {
   rs-apply --help >"$TMP/help"
   assertEquals "--help exit" 0 $?

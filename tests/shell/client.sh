@@ -395,6 +395,46 @@ print(s.getsockname()[1], flush=True); time.sleep(30)' >"$TMP/port" &
   assertContains "$(cat "$TMP/err")" "timed out: https://127.0.0.1:"
 }
 
+# rs_kube_free with requests not finished (kube_multi_drop): three watches
+# in flight (answered 200, their bodies still coming) and two still in the
+# rate limiter's queue (--qps 0.05: the fourth would start 20 s later),
+# on the direct HTTP/2 client and on libcurl, under valgrind: no callback
+# runs for them, nothing leaks, no bad read or write, and the server sees
+# the watches end.
+test_free_with_requests_in_flight() {
+  need_cluster || return
+  ns=$(new_ns drop)
+  watches() {
+    kubectl get --raw /metrics | mawk '/^apiserver_longrunning_requests\{/ &&
+      /resource="podtemplates"/ && /scope="namespace"/ && /verb="WATCH"/ { n += $NF }
+      END { print n + 0 }'
+  }
+  watches_are() { [ "$(watches)" -eq "$1" ]; }
+  for client in --direct ""; do
+    # shellcheck disable=SC2086  # $client: one flag or none
+    valgrind -q --error-exitcode=99 --leak-check=full \
+      --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+      "$KR" $client -v 4 --qps 0.05 --burst 3 --parallel 5 \
+      GET "/api/v1/namespaces/$ns/podtemplates?watch=1&timeoutSeconds=120" \
+      >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_for 60 watches_are 3 || fail "${client:-libcurl}: not three watches in flight ($(watches))"
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    assertEquals "${client:-libcurl}: exit status (99: valgrind's report): $(tail -20 "$TMP/err")" 0 "$rc"
+    assertContains "${client:-libcurl}" "$(cat "$TMP/err")" \
+      "stopped with 5 of 5 requests not finished: dropped, no callback (0 answered)"
+    grep -q '^HTTP/' "$TMP/err" && fail "${client:-libcurl}: a callback ran: $(grep '^HTTP/' "$TMP/err")"
+    if [ -n "$client" ]; then
+      grep -q 'HTTP/2 connection to .* up' "$TMP/err" || fail "no direct connection: $(head -5 "$TMP/err")"
+    else
+      grep -q 'HTTP/2 connection' "$TMP/err" && fail "libcurl's run went direct"
+    fi
+    wait_for 30 watches_are 0 || fail "${client:-libcurl}: watches still open on the server ($(watches))"
+  done
+}
+
 test_parallel() {
   need_cluster || return
   ns=$(new_ns par)

@@ -443,15 +443,7 @@ test_410_relists_at_once() {
 # taken down by own_down, or by the suite's end.
 own_up() {
   OWN_CLUSTER=$1; shift
-  # tests/env/cluster picks free ports, which another cluster starting on
-  # this machine may take first: try again
-  for _try in 1 2 3; do
-    env "$@" tests/env/cluster up "$OWN_CLUSTER" --owner $$ >"$OWN_CLUSTER.log" 2>&1 && break
-    tests/env/cluster down "$OWN_CLUSTER" >/dev/null 2>&1
-    [ $_try -eq 3 ] &&
-      { fail "unable to start a cluster of our own: $(tail -3 "$OWN_CLUSTER.log")"; return 1; }
-    sleep 1
-  done
+  cluster_of_our_own "$OWN_CLUSTER" "$@" || return 1
   OWN=$OWN_CLUSTER.ctl
   mkdir -p "$OWN"
 }

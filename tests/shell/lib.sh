@@ -61,6 +61,25 @@ new_ns() {
   echo "$ns"
 }
 
+# cluster_of_our_own DIR [VAR=VALUE...]: a test's own etcd and
+# kube-apiserver in DIR, started with the given environment
+# (tests/env/cluster reads RS_TEST_MAX_INFLIGHT,
+# RS_TEST_MAX_MUTATING_INFLIGHT, RS_TEST_APISERVER_FLAGS); DIR/kubeconfig
+# reaches it. Taken down by `tests/env/cluster down DIR`, or when the
+# suite ends. Fails the test when it does not start.
+cluster_of_our_own() {
+  _own=$1; shift
+  # tests/env/cluster picks free ports, which another cluster starting on
+  # this machine may take first: try again
+  for _try in 1 2 3; do
+    env "$@" "$top/tests/env/cluster" up "$_own" --owner $$ >"$_own.log" 2>&1 && return 0
+    "$top/tests/env/cluster" down "$_own" >/dev/null 2>&1
+    sleep 1
+  done
+  fail "unable to start a cluster of our own: $(tail -3 "$_own.log")"
+  return 1
+}
+
 # alive PID: the process exists and is no zombie; dead: not alive.
 alive() {
   _st=$(ps -o stat= -p "$1" 2>/dev/null)

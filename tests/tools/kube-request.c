@@ -14,7 +14,10 @@
  * --parallel N sends N copies at once through rs_kube_submit/rs_kube_run
  * (rs_kube_submit_borrowed with --borrowed: one body for all of them;
  * with --direct on libcommon's own HTTP/2 client, not libcurl, where it
- * can), and says how many were sent and how many found no server;
+ * can), and says how many were sent and how many found no server; on
+ * TERM or INT it stops there and frees the client with the requests not
+ * finished still queued or in flight (rs_kube_free drops them, no
+ * callback), says how many, and exits 0;
  * --threads N sends R copies (default 1), one after the other, from each of
  * N threads with rs_kube_do.
  */
@@ -68,6 +71,18 @@ static void
 on_signal(int sig)
 {
 	stopping = 1;
+}
+
+/* TERM and INT set stopping: a watch ends, --parallel gives up. */
+static void
+on_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 static void
@@ -152,13 +167,9 @@ static int
 do_watch(struct rs_kube *k, const char *path, long timeout_ms)
 {
 	struct rs_kresp r;
-	struct sigaction sa;
 	rs_code rc;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	on_stop_signals();
 	rc = rs_kube_stream(k, path, timeout_ms, watch_line, NULL, NULL, &stopping,
 	    &r);
 	print_code(&r);
@@ -203,14 +214,21 @@ do_parallel(struct rs_kube *k, const char *method, const char *path,
 {
 	struct par p = { method, path, 0, 0, 0, 0, 0, 0, 0, RS_OK, "" };
 	int64_t t0 = rs_mono_ns();
-	int i;
+	int i, left;
 
+	on_stop_signals();
 	for (i = 0; i < n; i++)
 		if ((borrow ? rs_kube_submit_borrowed : rs_kube_submit)(k,
 		    method, path, ctype, body, len, par_done, &p) != RS_OK)
 			rs_fatal(111, "unable to submit: out of memory");
-	while (rs_kube_run(k, 1000, -1) > 0)
+	while ((left = rs_kube_run(k, 1000, -1)) > 0 && !stopping)
 		;
+	if (left > 0) {
+		fprintf(stderr, "kube-request: stopped with %d of %d requests "
+		    "not finished: dropped, no callback (%d answered)\n", left,
+		    n, p.ok + p.api + p.net);
+		return 0;
+	}
 	fprintf(stderr, "kube-request: %d requests: %d ok, %d refused, %d "
 	    "failed in %lld ms; %ld new connections, %d over HTTP/2\n", n,
 	    p.ok, p.api, p.net, (long long)((rs_mono_ns() - t0) / 1000000),
