@@ -283,7 +283,10 @@ decode_text(struct intent *in, const char *line, size_t len)
 	cJSON *v;
 	int i;
 
-	if (rs_jscan_doc(line, len, &doc, NULL) != RS_OK ||
+	/* most lines are of other ops, and hold no "status": not scanned
+	 * twice (an op escaped as "stat\u0075s" is read whole, the same) */
+	if (memmem(line, len, "\"status\"", 8) == NULL ||
+	    rs_jscan_doc(line, len, &doc, NULL) != RS_OK ||
 	    rs_jscan_pick(line, doc, status_names, m, M_N) != RS_OK ||
 	    !rs_jscan_keyeq(line, m[M_OP], "status") ||
 	    (in->json = cJSON_CreateObject()) == NULL)

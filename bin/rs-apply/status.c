@@ -274,22 +274,28 @@ text_rv(const char *buf, struct rs_jspan obj)
 
 /* The PUT's body: the object's text with st as its status, in place when
  * place is set (else its old status goes and st comes last), and rv, when
- * not NULL, as its metadata.resourceVersion. */
+ * not NULL, as its metadata.resourceVersion. st is printed, or is the
+ * text of the object's own status when kept (kept: the span, in place). */
 static char *
 put_body(const char *buf, struct rs_jspan obj, const cJSON *st, int place,
-    const char *rv)
+    const struct rs_jspan *kept, const char *rv)
 {
 	struct rs_jsplice meta[] = { { .name = "resourceVersion" },
 	    { .name = NULL } };
 	struct rs_jsplice e[] = { { .name = "status", .last = !place },
 	    { .name = NULL }, { .name = NULL } };
 	cJSON *rvs = NULL;
-	char *stx, *rvx = NULL, *out, *end;
+	char *stx = NULL, *rvx = NULL, *out, *end;
 
-	if ((stx = rs_json_print(st)) == NULL)
-		oom();
-	e[0].val = stx;
-	e[0].len = strlen(stx);
+	if (kept != NULL) {
+		e[0].val = buf + kept->off;
+		e[0].len = kept->end - kept->off;
+	} else {
+		if ((stx = rs_json_print(st)) == NULL)
+			oom();
+		e[0].val = stx;
+		e[0].len = strlen(stx);
+	}
 	if (rv != NULL) {
 		if ((rvs = cJSON_CreateString(rv)) == NULL ||
 		    (rvx = rs_json_print(rvs)) == NULL)
@@ -365,7 +371,7 @@ get_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	free(s->base_rv);
 	free(s->body);
 	s->base_rv = text_rv(resp->body, fresh);
-	s->body = put_body(resp->body, fresh, s->status, 0, NULL);
+	s->body = put_body(resp->body, fresh, s->status, 0, NULL, NULL);
 	send_put(s);
 }
 
@@ -437,7 +443,10 @@ status_start(struct key *k, struct intent *in)
 	if (w != NULL)
 		rs_info(4, "%s: status based on our last write, at %s", k->name,
 		    w->rv);
-	s->body = put_body(buf, obj, s->status, place, w ? w->rv : NULL);
+	/* a status not changed here goes as its text, not printed again:
+	 * rs-sync printed it as cJSON does, so the bytes are the same */
+	s->body = put_body(buf, obj, s->status, place, place &&
+	    k->fail_reason == NULL ? &stv : NULL, w ? w->rv : NULL);
 	if (w != NULL) {
 		free(rv);
 		if ((rv = strdup(w->rv)) == NULL)
