@@ -30,8 +30,7 @@ struct intent {
 	struct intent *next;
 	enum op op;
 	unsigned long lineno;
-	cJSON *json;                   /* the line, owned: a status intent's
-	                                  without its object (obj_text) */
+	cJSON *json;                   /* the whole line, owned */
 	char *key;                     /* namespace/name, owned; NULL if unknown */
 	int has_owner;
 	struct owner owner;
@@ -39,10 +38,7 @@ struct intent {
 	long count;                            /* create */
 	const cJSON *tmpl;                     /* create */
 	const cJSON *pods;                     /* delete: [{name, uid}] */
-	char *obj_text;                        /* status: the object's text,
-	                                          one rs_jscan took (cJSON_free) */
-	size_t obj_len;
-	const cJSON *old_status;               /* status */
+	const cJSON *object, *old_status;      /* status */
 	const char *ev_type, *ev_reason, *ev_message;  /* event */
 	int has_requeue;                       /* end */
 	double requeue_after;

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "apply.h"
-#include "jscan.h"
 #include "json.h"
 #include "log.h"
 #include "queue_client.h"
@@ -131,25 +130,12 @@ decode_delete(struct intent *in)
 	return NULL;
 }
 
-/* The object of a line read as a whole tree (decode_text did not take
- * it) is printed to text, which a status write splices. */
 static const char *
 decode_status(struct intent *in)
 {
-	const cJSON *o;
-	struct rs_jspan v;
-
-	if (in->obj_text == NULL) {
-		o = cJSON_GetObjectItemCaseSensitive(in->json, "object");
-		if (!cJSON_IsObject(o))
-			return "object is missing or not an object";
-		if ((in->obj_text = rs_json_print(o)) == NULL)
-			return "out of memory";
-		in->obj_len = strlen(in->obj_text);
-		/* deeper than rs_jscan reads, not deeper than cJSON does */
-		if (rs_jscan_doc(in->obj_text, in->obj_len, &v, NULL) != RS_OK)
-			return "object is nested too deeply";
-	}
+	in->object = cJSON_GetObjectItemCaseSensitive(in->json, "object");
+	if (!cJSON_IsObject(in->object))
+		return "object is missing or not an object";
 	in->old_status = cJSON_GetObjectItemCaseSensitive(in->json,
 	    "old_status");
 	if (in->old_status != NULL && !cJSON_IsObject(in->old_status) &&
@@ -264,55 +250,6 @@ check_key(struct intent *in)
 	return NULL;
 }
 
-/* What a status intent is read for, the first member of each name (as
- * the tree's look-ups find it). */
-enum { M_KEY, M_OP, M_OWNER, M_OLD, M_OBJECT, M_N };
-static const char *const status_names[M_N] = { "key", "op", "owner",
-    "old_status", "object" };
-
-/* A status intent read from its text: the line validated once, its small
- * members made trees (in->json holds them, and the rest of decode reads
- * them as it would the whole line's), its object kept as text. The
- * object is the most of the line, and a tree of it cost a parse, a print
- * and a free a write. 0 when the line is not one: another op, or a text
- * rs_jscan refuses (the whole tree then says what cJSON makes of it). */
-static int
-decode_text(struct intent *in, const char *line, size_t len)
-{
-	struct rs_jspan doc, m[M_N];
-	cJSON *v;
-	int i;
-
-	/* most lines are of other ops, and hold no "status": not scanned
-	 * twice (an op escaped as "stat\u0075s" is read whole, the same) */
-	if (memmem(line, len, "\"status\"", 8) == NULL ||
-	    rs_jscan_doc(line, len, &doc, NULL) != RS_OK ||
-	    rs_jscan_pick(line, doc, status_names, m, M_N) != RS_OK ||
-	    !rs_jscan_keyeq(line, m[M_OP], "status") ||
-	    (in->json = cJSON_CreateObject()) == NULL)
-		return 0;
-	for (i = 0; i < M_OBJECT; i++) {
-		if (m[i].end == m[i].off)
-			continue;
-		if (rs_json_parse(line + m[i].off, m[i].end - m[i].off, &v,
-		    NULL) != RS_OK)
-			goto whole;
-		cJSON_AddItemToObject(in->json, status_names[i], v);
-	}
-	if (rs_jscan_type(line, m[M_OBJECT]) == RS_JOBJECT) {
-		in->obj_len = m[M_OBJECT].end - m[M_OBJECT].off;
-		if ((in->obj_text = cJSON_malloc(in->obj_len + 1)) == NULL)
-			goto whole;
-		memcpy(in->obj_text, line + m[M_OBJECT].off, in->obj_len);
-		in->obj_text[in->obj_len] = '\0';
-	}
-	return 1;
-whole:
-	cJSON_Delete(in->json);
-	in->json = NULL;
-	return 0;
-}
-
 static const char *
 decode(struct intent *in, char *line, size_t len)
 {
@@ -320,8 +257,7 @@ decode(struct intent *in, char *line, size_t len)
 	const cJSON *o;
 	size_t where = 0;
 
-	if (!decode_text(in, line, len) &&
-	    rs_json_parse(line, len, &in->json, &where) != RS_OK) {
+	if (rs_json_parse(line, len, &in->json, &where) != RS_OK) {
 		static char buf[64];
 
 		snprintf(buf, sizeof buf, "malformed JSON near byte %zu", where);
@@ -400,7 +336,6 @@ intent_free(struct intent *in)
 	if (in == NULL)
 		return;
 	cJSON_Delete(in->json);
-	cJSON_free(in->obj_text);
 	free(in->key);
 	free(in);
 }

@@ -11,19 +11,14 @@
  * replaced, the version it made, the status written): an intent based on
  * the replaced version is compared with, and written over, the version we
  * made, which is what the GET would return unless someone else wrote since
- * (then the PUT conflicts and the GET follows, as before).
- * The object is written from its text (the intent's, or the GET's answer),
- * its status and resourceVersion spliced in (rs_jsplice): only the status
- * is a tree, as it is compared and may be changed. */
+ * (then the PUT conflicts and the GET follows, as before). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "apply.h"
 #include "clock.h"
-#include "jscan.h"
 #include "json.h"
-#include "jsplice.h"
 #include "log.h"
 
 #define COND_TYPE "ReplicaFailure"
@@ -45,10 +40,10 @@ static int written_ready;
 struct status {
 	struct key *k;
 	struct intent *in;
-	cJSON *status;                 /* what is written, final */
+	cJSON *object;                 /* what is written, status final */
 	char *path;                    /* the object's path, no /status */
 	char *base_rv;                 /* the version the PUT is based on */
-	char *body;                    /* the PUT's, lent to it */
+	char *body;                    /* the PUT's, lent to it (cJSON_free) */
 	int retried;
 };
 
@@ -67,8 +62,10 @@ written_free(void *v)
 /* This key's last write if the intent was computed before its cache saw
  * it, else NULL. */
 static const struct written *
-written_for(const char *key, const char *rv)
+written_for(const char *key, const cJSON *object)
 {
+	const char *rv = rs_json_str(object, "metadata", "resourceVersion",
+	    NULL);
 	const struct written *w;
 
 	if (!written_ready || rv == NULL ||
@@ -250,79 +247,13 @@ put_failure(const struct key *k, cJSON *status, const cJSON *old_status)
 }
 
 static void
-oom(void)
-{
-	rs_fatal(111, "unable to write a status: %s", rs_strerror(RS_ENOMEM));
-}
-
-/* metadata.resourceVersion of the object's text (a copy), or NULL. */
-static char *
-text_rv(const char *buf, struct rs_jspan obj)
-{
-	struct rs_jspan v;
-	char *rv;
-
-	if (rs_jscan_get(buf, obj, &v, "metadata", "resourceVersion", NULL) !=
-	    RS_OK || rs_jscan_type(buf, v) != RS_JSTRING)
-		return NULL;
-	/* unescaped, a string is shorter than its span with the quotes */
-	if ((rv = malloc(v.end - v.off)) == NULL)
-		oom();
-	(void)rs_jscan_unescape(buf, v, rv, v.end - v.off, NULL);
-	return rv;
-}
-
-/* The PUT's body: the object's text with st as its status, in place when
- * place is set (else its old status goes and st comes last), and rv, when
- * not NULL, as its metadata.resourceVersion. st is printed, or is the
- * text of the object's own status when kept (kept: the span, in place). */
-static char *
-put_body(const char *buf, struct rs_jspan obj, const cJSON *st, int place,
-    const struct rs_jspan *kept, const char *rv)
-{
-	struct rs_jsplice meta[] = { { .name = "resourceVersion" },
-	    { .name = NULL } };
-	struct rs_jsplice e[] = { { .name = "status", .last = !place },
-	    { .name = NULL }, { .name = NULL } };
-	cJSON *rvs = NULL;
-	char *stx = NULL, *rvx = NULL, *out, *end;
-
-	if (kept != NULL) {
-		e[0].val = buf + kept->off;
-		e[0].len = kept->end - kept->off;
-	} else {
-		if ((stx = rs_json_print(st)) == NULL)
-			oom();
-		e[0].val = stx;
-		e[0].len = strlen(stx);
-	}
-	if (rv != NULL) {
-		if ((rvs = cJSON_CreateString(rv)) == NULL ||
-		    (rvx = rs_json_print(rvs)) == NULL)
-			oom();
-		meta[0].val = rvx;
-		meta[0].len = strlen(rvx);
-		e[1].name = "metadata";
-		e[1].in = meta;
-	}
-	if ((out = malloc(rs_jsplice_room(obj, e) + 1)) == NULL)
-		oom();
-	end = rs_jsplice(out, buf, obj, e);
-	*end = '\0';
-	cJSON_free(stx);
-	cJSON_free(rvx);
-	cJSON_Delete(rvs);
-	return out;
-}
-
-static void
 status_free(struct status *s)
 {
 	intent_free(s->in);
-	cJSON_Delete(s->status);
+	cJSON_Delete(s->object);
 	free(s->path);
 	free(s->base_rv);
-	free(s->body);
+	cJSON_free(s->body);
 	free(s);
 }
 
@@ -337,14 +268,22 @@ status_finish(struct status *s)
 
 static void put_done(void *arg, rs_code rc, struct rs_kresp *resp);
 
-/* s->body, made for s->base_rv */
 static void
 send_put(struct status *s)
 {
+	const char *rv = rs_json_str(s->object, "metadata", "resourceVersion",
+	    NULL);
 	char *path;
 
-	if (asprintf(&path, "%s/status", s->path) < 0)
-		oom();
+	/* a PUT sent again comes after the last one was answered */
+	cJSON_free(s->body);
+	s->body = rs_json_print(s->object);
+	free(s->base_rv);
+	s->base_rv = rv ? strdup(rv) : NULL;
+	if (s->body == NULL || (rv && s->base_rv == NULL) ||
+	    asprintf(&path, "%s/status", s->path) < 0)
+		rs_fatal(111, "unable to write a status: %s",
+		    rs_strerror(RS_ENOMEM));
 	s->k->nreq++;
 	req_send_borrowed("PUT", path, NULL, s->body, put_done, s);
 	free(path);
@@ -354,24 +293,25 @@ static void
 get_done(void *arg, rs_code rc, struct rs_kresp *resp)
 {
 	struct status *s = arg;
-	struct rs_jspan fresh;
+	cJSON *fresh = NULL, *st;
 	char buf[128];
 
 	if (rc != RS_OK || resp->body == NULL ||
-	    rs_jscan_doc(resp->body, resp->len, &fresh, NULL) != RS_OK ||
-	    rs_jscan_type(resp->body, fresh) != RS_JOBJECT) {
+	    rs_json_parse(resp->body, resp->len, &fresh, NULL) != RS_OK ||
+	    !cJSON_IsObject(fresh)) {
 		rs_warn("%s: unable to update status: unable to read it again: "
 		    "%s", s->k->name, rc != RS_OK ? req_errmsg(rc, resp, buf,
 		    sizeof buf) : "malformed answer");
+		cJSON_Delete(fresh);
 		s->k->failed = 1;
 		status_finish(s);
 		return;
 	}
-	/* a PUT sent again comes after the last one was answered */
-	free(s->base_rv);
-	free(s->body);
-	s->base_rv = text_rv(resp->body, fresh);
-	s->body = put_body(resp->body, fresh, s->status, 0, NULL, NULL);
+	st = cJSON_DetachItemFromObjectCaseSensitive(s->object, "status");
+	cJSON_DeleteItemFromObjectCaseSensitive(fresh, "status");
+	cJSON_AddItemToObject(fresh, "status", st);
+	cJSON_Delete(s->object);
+	s->object = fresh;
 	send_put(s);
 }
 
@@ -389,9 +329,9 @@ put_done(void *arg, rs_code rc, struct rs_kresp *resp)
 		if (m.has_rv)
 			key_wrote_rv(s->k, &s->in->owner, NULL, m.rv);
 		/* the status written is kept, not copied: the object goes */
-		written_put(s->k->name, s->base_rv, s->status,
+		written_put(s->k->name, s->base_rv,
+		    cJSON_DetachItemFromObjectCaseSensitive(s->object, "status"),
 		    m.has_rv ? m.rv : NULL);
-		s->status = NULL;
 		status_finish(s);
 		return;
 	}
@@ -413,50 +353,47 @@ int
 status_start(struct key *k, struct intent *in)
 {
 	struct status *s = calloc(1, sizeof *s);
-	const char *buf = in->obj_text;
-	struct rs_jspan obj = { 0, in->obj_len }, stv;
-	char *rv = text_rv(buf, obj), *coll;
-	const struct written *w = written_for(k->name, rv);
+	const struct written *w = written_for(k->name, in->object);
 	const cJSON *old = w ? w->status : in->old_status;
-	int place;
+	cJSON *st;
+	char *coll;
 
 	if (s == NULL)
-		oom();
+		goto oom;
+	/* the intent's own tree, taken rather than copied: nothing reads
+	 * in->object after this */
+	s->object = cJSON_DetachItemViaPointer(in->json, (cJSON *)in->object);
+	in->object = NULL;
 	s->k = k;
 	s->in = in;
-	/* the status alone is a tree: it is compared, and may change */
-	place = rs_jscan_find(buf, obj, "status", &stv) == RS_OK &&
-	    rs_jscan_type(buf, stv) == RS_JOBJECT;
-	if (place ? rs_json_parse(buf + stv.off, stv.end - stv.off,
-	    &s->status, NULL) != RS_OK :
-	    (s->status = cJSON_CreateObject()) == NULL)
-		oom();
-	if (k->fail_reason != NULL && put_failure(k, s->status, old) != RS_OK)
-		oom();
-	if (old != NULL && cJSON_IsObject(old) && same(s->status, old)) {
+	st = cJSON_GetObjectItemCaseSensitive(s->object, "status");
+	if (!cJSON_IsObject(st)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(s->object, "status");
+		if ((st = cJSON_AddObjectToObject(s->object, "status")) == NULL)
+			goto oom;
+	}
+	if (k->fail_reason != NULL && put_failure(k, st, old) != RS_OK)
+		goto oom;
+	if (old != NULL && cJSON_IsObject(old) && same(st, old)) {
 		rs_info(4, "%s: status unchanged%s", k->name,
 		    w ? " (as last written)" : "");
-		free(rv);
 		status_free(s);
 		return 0;
 	}
-	if (w != NULL)
+	if (w != NULL) {
 		rs_info(4, "%s: status based on our last write, at %s", k->name,
 		    w->rv);
-	/* a status not changed here goes as its text, not printed again:
-	 * rs-sync printed it as cJSON does, so the bytes are the same */
-	s->body = put_body(buf, obj, s->status, place, place &&
-	    k->fail_reason == NULL ? &stv : NULL, w ? w->rv : NULL);
-	if (w != NULL) {
-		free(rv);
-		if ((rv = strdup(w->rv)) == NULL)
-			oom();
+		if (!cJSON_ReplaceItemInObjectCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(s->object, "metadata"),
+		    "resourceVersion", cJSON_CreateString(w->rv)))
+			goto oom;
 	}
-	s->base_rv = rv;
 	if ((coll = owner_collection_path(&in->owner)) == NULL ||
 	    asprintf(&s->path, "%s/%s", coll, in->owner.name) < 0)
-		oom();
+		goto oom;
 	free(coll);
 	send_put(s);
 	return 1;
+oom:
+	rs_fatal(111, "unable to write a status: %s", rs_strerror(RS_ENOMEM));
 }

@@ -7,7 +7,6 @@
 #include "clock.h"
 #include "intern.h"
 #include "json.h"
-#include "jsplice.h"
 #include "scan.h"
 
 void
@@ -159,16 +158,46 @@ status_counts_read(const cJSON *st, struct status_counts *out)
 	out->plain = 1;
 }
 
+static char *
+put_span(char *out, const char *buf, struct rs_jspan v)
+{
+	memcpy(out, buf + v.off, v.end - v.off);
+	return out + (v.end - v.off);
+}
+
 char *
 ctrl_strip(char *out, const char *buf, struct rs_jspan obj,
-    struct rs_jspan *dropped)
+    const char *const *names, struct rs_jspan *dropped)
 {
-	static const struct rs_jsplice meta[] = {
-		{ .name = "managedFields" }, { .name = NULL } };
-	const struct rs_jsplice e[] = { { .name = "status", .was = dropped },
-	    { .name = "metadata", .in = meta }, { .name = NULL } };
+	struct rs_jiter it;
+	struct rs_jspan k, v;
+	int dropped_one = 0, entered = 0, first = 1;
 
-	return rs_jsplice(out, buf, obj, e);
+	if (rs_jscan_type(buf, obj) != RS_JOBJECT ||
+	    rs_jscan_iter(&it, buf, obj) != RS_OK)
+		return put_span(out, buf, obj);
+	*out++ = '{';
+	while (rs_jscan_member(&it, &k, &v) == RS_OK) {
+		if (names[0] && !dropped_one && rs_jscan_keyeq(buf, k, names[0])) {
+			dropped_one = 1;
+			if (dropped)
+				*dropped = v;
+			continue;
+		}
+		if (!first)
+			*out++ = ',';
+		first = 0;
+		out = put_span(out, buf, k);
+		*out++ = ':';
+		if (names[0] && names[1] && !entered &&
+		    rs_jscan_keyeq(buf, k, names[1])) {
+			entered = 1;
+			out = ctrl_strip(out, buf, v, names + 2, NULL);
+		} else
+			out = put_span(out, buf, v);
+	}
+	*out++ = '}';
+	return out;
 }
 
 /* What a controller is read for, each the first member of its name. */
@@ -231,6 +260,8 @@ static rs_code
 ctrl_texts(struct ctrl *r, const struct ctrl_text *t, struct rs_jspan obj,
     char *why, size_t len)
 {
+	static const char *const strip[] = { "status", "metadata",
+	    "managedFields", NULL };
 	struct rs_jspan st = { 0, 0 };
 	cJSON *tree;
 	char *end, *small;
@@ -238,7 +269,7 @@ ctrl_texts(struct ctrl *r, const struct ctrl_text *t, struct rs_jspan obj,
 
 	if ((r->text = malloc(obj.end - obj.off + 1)) == NULL)
 		return RS_ENOMEM;
-	end = ctrl_strip(r->text, t->buf, obj, &st);
+	end = ctrl_strip(r->text, t->buf, obj, strip, &st);
 	*end = '\0';
 	if ((small = realloc(r->text, end - r->text + 1)) != NULL)
 		r->text = small;

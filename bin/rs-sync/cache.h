@@ -143,12 +143,13 @@ rs_code ctrl_decode(const struct kind *k, const char *buf,
 rs_code ctrl_key(const struct kind *k, const char *buf, struct rs_jspan obj,
     char *key, size_t keylen, const char **uid);
 /* Copies the object obj (validated) to out, compact at the levels it
- * walks (rs_jsplice), without its first member named status (its value in
- * *dropped when not NULL; an empty span: none) and the first
- * managedFields of its first metadata. out has room for obj's text; the
- * end of what was written is returned. */
+ * walks, without the first member named names[0] (its value in *dropped
+ * when not NULL), and with the first member named names[1] copied by the
+ * same rule with names + 2; names ends with NULL. out has room for obj's
+ * text; the end of what was written is returned. A value that is no
+ * object is copied as it is. */
 char *ctrl_strip(char *out, const char *buf, struct rs_jspan obj,
-    struct rs_jspan *dropped);
+    const char *const *names, struct rs_jspan *dropped);
 void pod_free(struct pod *p);
 void ctrl_free(struct ctrl *r);
 
