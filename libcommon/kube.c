@@ -14,6 +14,8 @@
 #include <strings.h>
 #include <time.h>
 
+#include <openssl/ssl.h>
+
 #include "clock.h"
 #include "kube_internal.h"
 #include "log.h"
@@ -23,6 +25,10 @@
 	if (cc == CURLE_OK) \
 		cc = curl_easy_setopt((e), (o), (v)); \
 } while (0)
+
+/* Drains of OpenSSL's read-ahead before the next poll: a drain takes a
+ * record, and its 18 KiB hold fewer than 900 (22 bytes at least each). */
+#define SLOT_DRAINS 1024
 
 /* Debian's libcurl loads GnuTLS (through librtmp), whose constructor
  * initialises it, p11-kit modules included, in every process that links
@@ -735,6 +741,21 @@ kreq_end(struct kreq *r, CURLcode cc)
 	return rs_kstatus_rc(st);
 }
 
+/* The socket libcurl watches, told by the socket actions (slot_drain). */
+static int
+slot_socket(CURL *e, curl_socket_t fd, int what, void *arg, void *sockp)
+{
+	struct kslot *s = arg;
+
+	(void)e;
+	(void)sockp;
+	if (what != CURL_POLL_REMOVE)
+		s->fd = fd;
+	else if (fd == s->fd)
+		s->fd = CURL_SOCKET_BAD;
+	return 0;
+}
+
 static struct kslot *
 slot_get(struct rs_kube *k)
 {
@@ -760,6 +781,9 @@ slot_get(struct rs_kube *k)
 		slot_free(s);
 		return NULL;
 	}
+	s->fd = CURL_SOCKET_BAD;
+	curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, slot_socket);
+	curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s);
 	return s;
 }
 
@@ -795,12 +819,50 @@ batch_idle(struct kreq *r, int running)
 	r->batch_last = now;   /* reading goes on from here */
 }
 
+/* The transfer's TLS connection reads ahead: one recv takes what came,
+ * where OpenSSL reads a record's header, then its body. Returns whether
+ * whole records wait in OpenSSL's buffer: a poll of the socket does not
+ * see them, and libcurl 7.88 reads only a readable socket or bytes
+ * already decrypted (SSL_pending). */
+static int
+slot_read_ahead(CURL *e)
+{
+	struct curl_tlssessioninfo *ti;
+
+	if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &ti) != CURLE_OK ||
+	    ti->backend != CURLSSLBACKEND_OPENSSL || ti->internals == NULL)
+		return 0;
+	SSL_set_read_ahead(ti->internals, 1);
+	return SSL_has_pending(ti->internals);
+}
+
+/* libcurl reads what OpenSSL holds once told that the socket is readable:
+ * a socket action says so where curl_multi_perform would poll it. The
+ * socket is known to the actions (and to slot_socket) after a
+ * curl_multi_socket_all. */
+static CURLMcode
+slot_drain(struct kslot *s, int *known, int *running)
+{
+	CURLMcode mc = CURLM_OK;
+
+	if (!*known) {
+		CURL_IGNORE_DEPRECATION(
+		    mc = curl_multi_socket_all(s->multi, running);
+		)
+		*known = 1;
+	}
+	if (mc == CURLM_OK && *running && s->fd != CURL_SOCKET_BAD)
+		mc = curl_multi_socket_action(s->multi, s->fd, CURL_CSELECT_IN,
+		    running);
+	return mc;
+}
+
 /* curl_easy_perform, but polling r->stop every 100 ms. Returns 1 when
  * stopped, else 0 with the transfer's result in *cc. */
 static int
 slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 {
-	int running = 1, q;
+	int running = 1, q, held = 0, drains = 0, known = 0;
 	CURLMsg *m;
 	CURLMcode mc;
 
@@ -813,16 +875,22 @@ slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 	while (running) {
 		unsigned long lines = r->lines;
 
-		mc = curl_multi_perform(s->multi, &running);
+		mc = held ? slot_drain(s, &known, &running) :
+		    curl_multi_perform(s->multi, &running);
 		if (mc != CURLM_OK)
 			break;
 		if (r->stop && *r->stop)
 			break;
 		if (r->batch && r->lines != lines)
 			batch_idle(r, running);
-		if (running)
+		/* a record a drain: bounded, should libcurl not take them */
+		held = running && slot_read_ahead(s->easy) &&
+		    ++drains < SLOT_DRAINS;
+		if (running && !held) {
+			drains = 0;
 			curl_multi_poll(s->multi, NULL, 0, r->stop ? 100 : 1000,
 			    NULL);
+		}
 	}
 	if (running) {
 		curl_multi_remove_handle(s->multi, s->easy);

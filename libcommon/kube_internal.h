@@ -30,6 +30,7 @@ struct kh2;
 struct kslot {
 	CURL *easy;
 	CURLM *multi;
+	curl_socket_t fd;       /* the transfer's, once a socket action ran */
 	struct kslot *next;
 };
 
