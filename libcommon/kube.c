@@ -26,10 +26,6 @@
 		cc = curl_easy_setopt((e), (o), (v)); \
 } while (0)
 
-/* Drains of OpenSSL's read-ahead before the next poll: a drain takes a
- * record, and its 18 KiB hold fewer than 900 (22 bytes at least each). */
-#define SLOT_DRAINS 1024
-
 /* Debian's libcurl loads GnuTLS (through librtmp), whose constructor
  * initialises it, p11-kit modules included, in every process that links
  * libcurl: about 0.8 MB resident and half a millisecond at start for a
@@ -836,6 +832,18 @@ slot_read_ahead(CURL *e)
 	return SSL_has_pending(ti->internals);
 }
 
+/* Bytes of the answer libcurl took, headers included. */
+static curl_off_t
+slot_got(CURL *e)
+{
+	curl_off_t body = 0;
+	long head = 0;
+
+	curl_easy_getinfo(e, CURLINFO_SIZE_DOWNLOAD_T, &body);
+	curl_easy_getinfo(e, CURLINFO_HEADER_SIZE, &head);
+	return body + head;
+}
+
 /* libcurl reads what OpenSSL holds once told that the socket is readable:
  * a socket action says so where curl_multi_perform would poll it. The
  * socket is known to the actions (and to slot_socket) after a
@@ -862,7 +870,8 @@ slot_drain(struct kslot *s, int *known, int *running)
 static int
 slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 {
-	int running = 1, q, held = 0, drains = 0, known = 0;
+	int running = 1, q, held = 0, known = 0;
+	curl_off_t got = 0, had;
 	CURLMsg *m;
 	CURLMcode mc;
 
@@ -883,14 +892,15 @@ slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 			break;
 		if (r->batch && r->lines != lines)
 			batch_idle(r, running);
-		/* a record a drain: bounded, should libcurl not take them */
+		/* a record a drain, while drains bring bytes: one that brings
+		 * none met a record not all there, which the socket completes */
+		had = got;
+		got = slot_got(s->easy);
 		held = running && slot_read_ahead(s->easy) &&
-		    ++drains < SLOT_DRAINS;
-		if (running && !held) {
-			drains = 0;
+		    (!held || got != had);
+		if (running && !held)
 			curl_multi_poll(s->multi, NULL, 0, r->stop ? 100 : 1000,
 			    NULL);
-		}
 	}
 	if (running) {
 		curl_multi_remove_handle(s->multi, s->easy);
