@@ -48,6 +48,7 @@ pod() { kubectl -n "$1" run "$2" --image=example.invalid/none --restart=Never >/
 synced_count() { grep -c '"type":"SYNCED"' "$1" 2>/dev/null; }
 synced_n() { [ "$(synced_count "$1")" -ge "$2" ]; }   # FILE N
 added_is() { [ "$(grep -c '"type":"ADDED"' "$1")" -eq "$2" ]; }   # FILE N
+deleted_is() { [ "$(grep -c '"type":"DELETED"' "$1")" -eq "$2" ]; }   # FILE N
 
 # stream_state FILE NS: "name uid resourceVersion" of the pods of NS that
 # the stream leaves when applied in order, sorted.
@@ -376,6 +377,26 @@ test_batched_events_all_written() {
       "$(jq -r 'select(.object.metadata.name == "p12") | .type' "$OUT.$b" | sed -n '1p;$p' | tr '\n' ' ')"
     rs_cleanup
   done
+}
+
+# A burst of events, then silence: the burst's last event goes out within
+# seconds, not with the next packet (a bookmark, a minute later). Many
+# events come in one read then: events read off the socket but held in a
+# TLS library's buffer while rs-watch polls the socket would wait.
+test_burst_then_silence_all_arrive() {
+  need_cluster || return
+  ns=$(new_ns wburst)
+  rs_bg rs-watch -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  for round in 1 2 3; do
+    mkpods "$ns" 40 || fail "round $round: 40 pods created"
+    wait_for 15 added_is "$OUT" $(( round * 40 ))
+    assertEquals "round $round: ADDED within 15 s" $(( round * 40 )) \
+      "$(grep -c '"type":"ADDED"' "$OUT")"
+  done
+  kubectl -n "$ns" delete pods --all --wait=false >/dev/null
+  wait_for 15 deleted_is "$OUT" 120
+  assertEquals "DELETED within 15 s" 120 "$(grep -c '"type":"DELETED"' "$OUT")"
 }
 
 # Changes go on while the apiserver is stopped and started: rs-watch
