@@ -626,11 +626,8 @@ test_writes_on_direct_http2() {
   assertEquals "three creates answered 201" 3 "$(grep -c "POST /api/v1/namespaces/$ns/pods?fieldManager=rs-apply: 201" "$TMP/log")"
 
   # a bearer token: a ServiceAccount that may write pods, Events and status
-  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
-    kubectl -n "$ns" create role writer --verb=get,create,update,patch,delete \
-      --resource=pods,events,replicasets,replicasets/status >/dev/null &&
-    kubectl -n "$ns" create rolebinding writer --role=writer \
-      --serviceaccount="$ns:writer" >/dev/null &&
+  role_sa "$ns" writer get,create,update,patch,delete \
+      pods,events,replicasets,replicasets/status &&
     sa_kubeconfig "$TMP/sa.kc" "$ns" writer || fail "no ServiceAccount kubeconfig"
   old=$(jq -c '.status // {}' "$TMP/$ns.web.json")
   st='{"replicas":3,"fullyLabeledReplicas":3,"observedGeneration":1}'
@@ -715,11 +712,7 @@ test_direct_401_resends_with_the_rotated_token() {
   need_cluster || return
   ns=$(new_ns rotate)
   mk_rs "$ns" web
-  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
-    kubectl -n "$ns" create role writer --verb=get,list,create,delete \
-      --resource=pods,events >/dev/null &&
-    kubectl -n "$ns" create rolebinding writer --role=writer \
-      --serviceaccount="$ns:writer" >/dev/null &&
+  role_sa "$ns" writer get,list,create,delete pods,events &&
     kubectl -n "$ns" create secret generic old >/dev/null &&
     kubectl -n "$ns" create secret generic new >/dev/null || fail "no ServiceAccount"
   kubectl -n "$ns" create token writer --bound-object-kind Secret \
@@ -771,11 +764,7 @@ test_direct_401_runs_the_exec_plugin_again() {
   need_cluster || return
   ns=$(new_ns exec401)
   mk_rs "$ns" web
-  kubectl -n "$ns" create serviceaccount writer >/dev/null &&
-    kubectl -n "$ns" create role writer --verb=get,list,create,delete \
-      --resource=pods,events >/dev/null &&
-    kubectl -n "$ns" create rolebinding writer --role=writer \
-      --serviceaccount="$ns:writer" >/dev/null &&
+  role_sa "$ns" writer get,list,create,delete pods,events &&
     kubectl -n "$ns" create token writer >"$TMP/good" || fail "no ServiceAccount token"
   cat >"$TMP/plugin.sh" <<'PLUGIN'
 #!/bin/sh

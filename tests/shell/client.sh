@@ -31,11 +31,7 @@ ${3:-}" "$2"
 # make_sa NS: a ServiceAccount "bot" that may read pods and configmaps in
 # NS (not secrets); prints a token for it.
 make_sa() {
-  kubectl -n "$1" create serviceaccount bot >/dev/null &&
-  kubectl -n "$1" create role reader --verb=get,list,watch \
-    --resource=pods,configmaps >/dev/null &&
-  kubectl -n "$1" create rolebinding bot --role=reader \
-    --serviceaccount="$1:bot" >/dev/null &&
+  role_sa "$1" bot get,list,watch pods,configmaps &&
   kubectl -n "$1" create token bot
 }
 

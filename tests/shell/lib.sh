@@ -61,6 +61,15 @@ new_ns() {
   echo "$ns"
 }
 
+# role_sa NS NAME VERBS RESOURCES: a ServiceAccount NAME in NS, bound to
+# a Role NAME of VERBS on RESOURCES (kubectl's comma lists).
+role_sa() {
+  kubectl -n "$1" create serviceaccount "$2" >/dev/null &&
+    kubectl -n "$1" create role "$2" --verb="$3" --resource="$4" >/dev/null &&
+    kubectl -n "$1" create rolebinding "$2" --role="$2" \
+      --serviceaccount="$1:$2" >/dev/null
+}
+
 # cluster_of_our_own DIR [VAR=VALUE...]: a test's own etcd and
 # kube-apiserver in DIR, started with the given environment
 # (tests/env/cluster reads RS_TEST_MAX_INFLIGHT,
