@@ -756,6 +756,19 @@ test_direct_401_resends_with_the_rotated_token() {
   return 0
 }
 
+# exec_kubeconfig FILE PLUGIN [LINE]: a kubeconfig for the test cluster
+# whose credentials come from the exec plugin PLUGIN; LINE, indented six
+# spaces, is one more line of its exec block (its env).
+exec_kubeconfig() {
+  kubeconfig_write "$1" \
+    "$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')" \
+    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: $2
+      interactiveMode: Never${3:+
+$3}"
+}
+
 # An exec plugin whose first token the server refuses (expired): the 401s
 # on the direct client run the plugin once more, and the writes go again
 # with its new token; three creates refused at once still run it only
@@ -773,13 +786,8 @@ if [ $n -eq 1 ]; then t=expired-token; else t=$(cat "$GOOD"); fi
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}\n' "$t"
 PLUGIN
   chmod +x "$TMP/plugin.sh"
-  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-  kubeconfig_write "$TMP/exec401.kc" "$server" \
-    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: $TMP/plugin.sh
-      interactiveMode: Never
-      env: [{name: COUNT, value: $TMP/count}, {name: GOOD, value: $TMP/good}]"
+  exec_kubeconfig "$TMP/exec401.kc" "$TMP/plugin.sh" \
+    "      env: [{name: COUNT, value: $TMP/count}, {name: GOOD, value: $TMP/good}]"
   q_hold "$ns/web"
   # a batch of 1 and one of 2: the first 401 before the others start
   { create_intent "$ns" web 3; intent end "$ns" web; } |
@@ -815,12 +823,8 @@ test_exec_client_certificate_goes_on_libcurl() {
   chmod 0600 "$TMP/cred.json"
   printf '#!/bin/sh\ncat "%s"\n' "$TMP/cred.json" >"$TMP/cert-plugin.sh"
   chmod +x "$TMP/cert-plugin.sh"
+  exec_kubeconfig "$TMP/exec.kc" "$TMP/cert-plugin.sh"
   server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-  kubeconfig_write "$TMP/exec.kc" "$server" \
-    "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
-      apiVersion: client.authentication.k8s.io/v1
-      command: $TMP/cert-plugin.sh
-      interactiveMode: Never"
   q_hold "$ns/web"
   { create_intent "$ns" web 3; intent end "$ns" web; } |
     apply -v 4 --kubeconfig "$TMP/exec.kc" 2>"$TMP/log"
