@@ -555,6 +555,9 @@ run_loop(struct sync *s, const struct opts *o)
 			break;
 	}
 	rs_line_flush(s->out);
+	/* the ends of syncs that wrote nothing, if the socket takes them:
+	 * one lost is a key queued again when the connection closes */
+	(void)rs_queue_io(q);
 	stats_close(s);
 	rs_queue_close(q);
 	rs_exp_close(s->exp);
