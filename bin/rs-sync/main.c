@@ -134,6 +134,26 @@ queue_enqueue(void *arg, const char *key, double after)
 		free(copy);
 }
 
+/* A sync that wrote no intent ends here, as rs-apply ends a key whose
+ * writes all succeeded (or, retry, one to be retried): the lines go out
+ * with the next GETs, in the same write. */
+static void
+queue_end(void *arg, const char *key, int retry, double after)
+{
+	struct enq *e = arg;
+	rs_code rc;
+
+	rc = rs_queue_done(e->q, key);
+	if (rc == RS_OK)
+		rc = retry ? rs_queue_retry(e->q, key) :
+		    rs_queue_forget(e->q, key);
+	if (rc == RS_OK && after > 0 && !retry)
+		rc = rs_queue_after(e->q, after, key);
+	if (rc != RS_OK)
+		rs_warn("%s: unable to report the end of its sync to rs-queue: "
+		    "%s", key, rs_strerror(rc));
+}
+
 /* key was handed out: the next event for it must ADD it again. */
 static void
 queue_handed_out(struct enq *e, const char *key)
@@ -358,6 +378,9 @@ stats_open(void)
 	    "Intent lines written.", NULL, 0);
 	rs_stagestats_declare("rs_sync_syncs_total", RS_STAT_COUNTER,
 	    "Keys reconciled.", NULL, 0);
+	rs_stagestats_declare("rs_sync_ends_total", RS_STAT_COUNTER,
+	    "Syncs that wrote no intent, their end reported to rs-queue by "
+	    "rs-sync (the others end in rs-apply).", NULL, 0);
 	rs_stagestats_declare("replicaset_controller_stale_sync_skips_total",
 	    RS_STAT_COUNTER, "Total number of ReplicaSet syncs skipped due to "
 	    "a stale watch cache.", NULL, 0);
@@ -397,6 +420,7 @@ stats_publish(const struct sync *s, int force)
 	rs_stagestats_set("rs_sync_bad_events_total", NULL, s->bad_events);
 	rs_stagestats_set("rs_sync_intents_total", NULL, s->intents);
 	rs_stagestats_set("rs_sync_syncs_total", NULL, s->syncs);
+	rs_stagestats_set("rs_sync_ends_total", NULL, s->ended_here);
 	rs_stagestats_set("rs_sync_takeover_warnings_total", NULL,
 	    s->takeover.warnings);
 	rs_stagestats_set("rs_sync_synced", "resource=pods", s->synced_pods);
@@ -463,6 +487,8 @@ run_loop(struct sync *s, const struct opts *o)
 	rs_strmap_init(&enq.queued);
 	s->enqueue = queue_enqueue;
 	s->enqueue_arg = &enq;
+	s->end_here = queue_end;
+	s->end_arg = &enq;
 	fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
 	if (rs_line_reader_init(&in, 0, o->max_line) != RS_OK)
 		rs_fatal(111, "unable to allocate: %s", strerror(errno));
@@ -529,6 +555,9 @@ run_loop(struct sync *s, const struct opts *o)
 			break;
 	}
 	rs_line_flush(s->out);
+	/* the ends of syncs that wrote nothing, if the socket takes them:
+	 * one lost is a key queued again when the connection closes */
+	(void)rs_queue_io(q);
 	stats_close(s);
 	rs_queue_close(q);
 	rs_exp_close(s->exp);

@@ -11,6 +11,9 @@
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
+/* The end of a key's sync that wrote no intent: DONE, then RETRY (retry)
+ * or FORGET, then AFTER after seconds (> 0, without retry). */
+typedef void (*end_fn)(void *arg, const char *key, int retry, double after);
 
 struct sync {
 	struct cache cache;
@@ -18,6 +21,8 @@ struct sync {
 	struct rs_exp *exp;
 	enqueue_fn enqueue;
 	void *enqueue_arg;
+	end_fn end_here;               /* NULL: every end is an intent */
+	void *end_arg;
 	struct rs_line_writer *out;    /* intents */
 	int burst_replicas;
 	int terminating;               /* report status.terminatingReplicas */
@@ -26,6 +31,8 @@ struct sync {
 	char read_rv_pods[RS_RV_MAX];  /* how far each stream is read: */
 	char read_rv_ctrls[RS_RV_MAX]; /* see sync_read_rv */
 	unsigned long events, bad_events, intents, syncs;
+	unsigned long round_start;     /* intents before this sync's */
+	unsigned long ended_here;      /* syncs ended through end_here */
 	double event_at;               /* "at" of the event being handled, 0:
 	                                  none (or no event) */
 	struct pending pending;        /* the event times of queued keys */

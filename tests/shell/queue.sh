@@ -50,6 +50,7 @@ setUp() {
 }
 
 tearDown() {
+  [ -n "${SYNC:-}" ] && stop_sync
   [ -n "${TALK:-}" ] && kill -9 "$TALK" 2>/dev/null
   TALK=
   exec 7>&- 2>/dev/null
@@ -412,6 +413,93 @@ test_stats_json_and_prometheus() {
     "$(grep '^workqueue_adds_total{' "$TMP/prom")"
   assertEquals "queue count" "workqueue_queue_duration_seconds_count{name=\"rsq-test\"} 2" \
     "$(grep '^workqueue_queue_duration_seconds_count{' "$TMP/prom")"
+}
+
+# --- rs-sync, the queue's consumer ------------------------------------------
+EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
+[ -x "$EXP_TOOL" ] || EXP_TOOL=$top/build/test/exp-tool
+
+# two_sets: ns/idle (0 replicas, its status as rs-sync computes it: a sync
+# of it writes nothing) and ns/web (1 replica, no pod: a create and a
+# status), both resources synced.
+two_sets() {
+  for rs in idle:0:100 web:1:101; do
+    jq -cn --arg name "${rs%%:*}" --argjson n "$(echo "$rs" | cut -d: -f2)" \
+        --arg rv "${rs##*:}" '{type: "ADDED", resource: "replicasets",
+      object: {apiVersion: "apps/v1", kind: "ReplicaSet",
+        metadata: {name: $name, namespace: "ns", uid: "uid-\($name)",
+          resourceVersion: $rv, generation: 1},
+        spec: {replicas: $n, selector: {matchLabels: {app: $name}},
+          template: {metadata: {labels: {app: $name}},
+            spec: {containers: [{name: "c", image: "x"}]}}},
+        status: {replicas: 0, terminatingReplicas: 0, observedGeneration: 1}}}'
+  done
+  echo '{"type":"SYNCED","resource":"pods","resourceVersion":"101"}'
+  echo '{"type":"SYNCED","resource":"replicasets","resourceVersion":"101"}'
+}
+
+# start_sync [ARGS...]: rs-sync on two_sets, kept running (its input, a
+# fifo, stays open on fd 8); intents in $TMP/out, which nothing reads: no
+# rs-apply.
+start_sync() {
+  rm -f "$TMP/ev.fifo"
+  mkfifo "$TMP/ev.fifo"
+  rs-sync -v 2 --queue "$SOCK" --expectations "$RS_STATE_DIR/sync.exp" "$@" \
+    <"$TMP/ev.fifo" >"$TMP/out" 2>"$TMP/err" &
+  SYNC=$!
+  exec 8>"$TMP/ev.fifo"
+  two_sets >&8
+}
+
+stop_sync() {
+  exec 8>&-
+  kill "$SYNC" 2>/dev/null
+  wait "$SYNC" 2>/dev/null
+  SYNC=
+  rm -f "$RS_STATE_DIR/sync.exp" "$RS_STATE_DIR/sync.exp-lock"
+}
+
+# ends_stat: rs_sync_ends_total from rs-sync's stats file.
+ends_stat() {
+  jq -r '.families[] | select(.name == "rs_sync_ends_total") | .samples[0].value' \
+    "$RS_STATE_DIR/stats/rs-sync.json" 2>/dev/null
+}
+ends_is() { [ "$(ends_stat)" = "$1" ]; }
+retries_at_least() { [ "$(stat_of retries_total)" -ge "$1" ]; }
+
+# A sync that writes nothing ends at rs-queue from rs-sync (DONE, FORGET);
+# rs-apply gets only keys with writes and ends those. Here nothing ends
+# ns/web, which stays out: without rs-sync's own ends ns/idle would too.
+test_sync_ends_keys_without_writes() {
+  start_sync
+  assertTrue "ns/web's intents, its end last" \
+    "wait_for 10 grep -q '\"op\":\"end\",\"key\":\"ns/web\"' '$TMP/out'"
+  assertTrue "rs-sync counts one end of its own" "wait_for 5 ends_is 1"
+  assertEquals "only ns/web is out" 1 "$(stat_of processing)"
+  assertEquals "nothing queued" 0 "$(rs-queue len)"
+  assertEquals "no retry" 0 "$(stat_of retries_total)"
+  assertEquals "no line for ns/idle" 0 "$(grep -c 'ns/idle' "$TMP/out")"
+  # ns/idle is not out: queued again, it is synced again at once
+  rs-queue add ns/idle || fail "add"
+  assertTrue "synced again" "wait_for 5 ends_is 2"
+  assertEquals "still only ns/web out" 1 "$(stat_of processing)"
+  stop_sync
+}
+
+# A stale cache's skip (a written version ahead of the stream) writes
+# nothing either: rs-sync sends DONE and RETRY, and the key comes back
+# after the queue's backoff, again and again while the stream is behind.
+test_sync_retries_a_stale_key_itself() {
+  "$EXP_TOOL" "$RS_STATE_DIR/sync.exp" create >/dev/null 2>&1
+  "$EXP_TOOL" "$RS_STATE_DIR/sync.exp" wrote ns/idle uid-idle replicasets.apps=999 ||
+    fail "exp-tool wrote"
+  start_sync --keep-expectations
+  assertTrue "retried through the queue" \
+    "wait_for 10 retries_at_least 3"
+  assertTrue "each skip said" "[ $(grep -c 'ns/idle: not synced: read version 101 is not as new as written version 999' "$TMP/err") -ge 3 ]"
+  assertEquals "no line for ns/idle" 0 "$(grep -c 'ns/idle' "$TMP/out")"
+  assertTrue "ns/web synced" "grep -q '\"op\":\"end\",\"key\":\"ns/web\"' '$TMP/out'"
+  stop_sync
 }
 
 test_help_and_usage() {
