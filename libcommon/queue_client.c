@@ -254,6 +254,21 @@ rs_queue_after(struct rs_queue *q, double seconds, const char *key)
 }
 
 rs_code
+rs_queue_end(struct rs_queue *q, const char *key, int failed, int forget,
+    int has_after, double seconds)
+{
+	rs_code rc = rs_queue_done(q, key);
+
+	if (rc == RS_OK && forget)
+		rc = rs_queue_forget(q, key);
+	if (rc == RS_OK && failed)
+		rc = rs_queue_retry(q, key);
+	if (rc == RS_OK && has_after && !failed)
+		rc = rs_queue_after(q, seconds, key);
+	return rc;
+}
+
+rs_code
 rs_queue_request_get(struct rs_queue *q, int hold)
 {
 	return request(q, KIND_GET, "GET", hold ? "HOLD" : NULL, NULL);

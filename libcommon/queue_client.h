@@ -52,6 +52,11 @@ rs_code rs_queue_done(struct rs_queue *q, const char *key);
 rs_code rs_queue_forget(struct rs_queue *q, const char *key);
 rs_code rs_queue_retry(struct rs_queue *q, const char *key);
 rs_code rs_queue_after(struct rs_queue *q, double seconds, const char *key);
+/* A key's end, as upstream's worker ends a sync: DONE, then FORGET (forget),
+ * then RETRY (failed), then AFTER seconds (has_after, not failed). The
+ * first result that is not RS_OK, and the lines after it are not sent. */
+rs_code rs_queue_end(struct rs_queue *q, const char *key, int failed,
+    int forget, int has_after, double seconds);
 /* Asks for one key; its answer comes later through rs_queue_next_key.
  * hold: the key stays out after this connection closes (GET HOLD). */
 rs_code rs_queue_request_get(struct rs_queue *q, int hold);

@@ -131,13 +131,8 @@ fx_end(const char *key, int failed, int moved, int has_after, double after)
 		rs_warn("%s: not reported to rs-queue (unreachable)", key);
 		return;
 	}
-	rc = rs_queue_done(queue, key);
-	if (rc == RS_OK && (!failed || moved))
-		rc = rs_queue_forget(queue, key);
-	if (rc == RS_OK && failed)
-		rc = rs_queue_retry(queue, key);
-	if (rc == RS_OK && has_after && !failed)
-		rc = rs_queue_after(queue, after, key);
+	rc = rs_queue_end(queue, key, failed, !failed || moved, has_after,
+	    after);
 	if (rc == RS_EIO) {
 		queue_lost("sending the end of a key");
 		return;

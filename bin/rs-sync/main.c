@@ -143,12 +143,7 @@ queue_end(void *arg, const char *key, int retry, double after)
 	struct enq *e = arg;
 	rs_code rc;
 
-	rc = rs_queue_done(e->q, key);
-	if (rc == RS_OK)
-		rc = retry ? rs_queue_retry(e->q, key) :
-		    rs_queue_forget(e->q, key);
-	if (rc == RS_OK && after > 0 && !retry)
-		rc = rs_queue_after(e->q, after, key);
+	rc = rs_queue_end(e->q, key, retry, !retry, after > 0, after);
 	if (rc != RS_OK)
 		rs_warn("%s: unable to report the end of its sync to rs-queue: "
 		    "%s", key, rs_strerror(rc));

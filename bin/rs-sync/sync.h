@@ -11,8 +11,8 @@
 
 /* Where handlers send keys: rs-queue, or nowhere in --once mode. */
 typedef void (*enqueue_fn)(void *arg, const char *key, double after);
-/* The end of a key's sync that wrote no intent: DONE, then RETRY (retry)
- * or FORGET, then AFTER after seconds (> 0, without retry). */
+/* The end of a key's sync that wrote no intent (rs_queue_end): RETRY
+ * (retry) or FORGET, and AFTER after seconds when > 0. */
 typedef void (*end_fn)(void *arg, const char *key, int retry, double after);
 
 struct sync {

@@ -718,7 +718,7 @@ test_direct_401_resends_with_the_rotated_token() {
   kubectl -n "$ns" create token writer --bound-object-kind Secret \
     --bound-object-name old >"$TMP/token" || fail "no token"
   old=$(cat "$TMP/token")
-  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  server=$(cluster_server)
   kubeconfig_write "$TMP/rot.kc" "$server" \
     "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    tokenFile: $TMP/token"
   q_hold "$ns/web"
@@ -761,7 +761,7 @@ test_direct_401_resends_with_the_rotated_token() {
 # spaces, is one more line of its exec block (its env).
 exec_kubeconfig() {
   kubeconfig_write "$1" \
-    "$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')" \
+    "$(cluster_server)" \
     "    certificate-authority: $RS_TEST_CLUSTER/ca.crt" "    exec:
       apiVersion: client.authentication.k8s.io/v1
       command: $2
@@ -824,7 +824,7 @@ test_exec_client_certificate_goes_on_libcurl() {
   printf '#!/bin/sh\ncat "%s"\n' "$TMP/cred.json" >"$TMP/cert-plugin.sh"
   chmod +x "$TMP/cert-plugin.sh"
   exec_kubeconfig "$TMP/exec.kc" "$TMP/cert-plugin.sh"
-  server=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  server=$(cluster_server)
   q_hold "$ns/web"
   { create_intent "$ns" web 3; intent end "$ns" web; } |
     apply -v 4 --kubeconfig "$TMP/exec.kc" 2>"$TMP/log"

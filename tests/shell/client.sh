@@ -9,7 +9,7 @@ KR=${KR:-$top/build/test/kube-request}
 
 # The test cluster's server URL and CA file, from the admin kubeconfig.
 cluster_info() {
-  SERVER=$(kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+  SERVER=$(cluster_server)
   CA=$TMP/cluster-ca.crt
   kubectl config view --raw --minify --flatten \
     -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$CA"

@@ -30,10 +30,7 @@ tearDown() {
 }
 
 # stale_skips: rs-sync's skips so far, all labels.
-stale_skips() {
-  jq --arg n "$SKIPS" '[.families[] | select(.name == $n) | .samples[].value]
-    | add // 0' "$RS_STATE_DIR/stats/rs-sync.json" 2>/dev/null || echo 0
-}
+stale_skips() { stage_stat rs-sync "$SKIPS"; }
 
 skips_above() { [ "$(stale_skips)" -gt "$1" ]; }
 
@@ -162,12 +159,8 @@ proxied_web() {
 ended_lines() { grep -cE "$1/web: (synced|sync failed)" "$TMP/apply.log"; }
 # ended_above NS N: more than N of them, read again at each call.
 ended_above() { [ "$(ended_lines "$1")" -gt "$2" ]; }
-# sync_ends: the syncs that wrote nothing, which rs-sync ended itself
-# (the stats file is written at most once a second).
-sync_ends() {
-  jq '[.families[] | select(.name == "rs_sync_ends_total") | .samples[].value]
-    | add // 0' "$RS_STATE_DIR/stats/rs-sync.json" 2>/dev/null || echo 0
-}
+# sync_ends: the syncs that wrote nothing, which rs-sync ended itself.
+sync_ends() { stage_stat rs-sync rs_sync_ends_total; }
 sync_ends_above() { [ "$(sync_ends)" -gt "$1" ]; }
 # a_sync_ended NS APPLY-ENDS SYNC-ENDS: a sync of NS/web ended since, by
 # rs-apply (it wrote something) or by rs-sync (it wrote nothing).

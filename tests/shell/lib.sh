@@ -61,6 +61,19 @@ new_ns() {
   echo "$ns"
 }
 
+# cluster_server: the test cluster's API server URL, from $KUBECONFIG.
+cluster_server() {
+  kubectl config view --minify -o jsonpath='{.clusters[0].cluster.server}'
+}
+
+# stage_stat STAGE NAME: the sum of the samples of NAME in STAGE's stats
+# file ($RS_STATE_DIR/stats/STAGE.json, rewritten at most once a second);
+# 0 before the file or the figure exists.
+stage_stat() {
+  jq --arg n "$2" '[.families[] | select(.name == $n) | .samples[].value]
+    | add // 0' "$RS_STATE_DIR/stats/$1.json" 2>/dev/null || echo 0
+}
+
 # role_sa NS NAME VERBS RESOURCES: a ServiceAccount NAME in NS, bound to
 # a Role NAME of VERBS on RESOURCES (kubectl's comma lists).
 role_sa() {
@@ -543,7 +556,7 @@ EOF
 # ServiceAccount NS/SA, nothing else; mode 0600.
 sa_kubeconfig() {
   local server token
-  server=$(kubectl config view --raw -o jsonpath='{.clusters[0].cluster.server}') || return 1
+  server=$(cluster_server) || return 1
   token=$(kubectl -n "$2" create token "$3" --duration 2h) || return 1
   [ -n "$token" ] || return 1
   kubeconfig_write "$1" "$server" \

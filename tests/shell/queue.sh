@@ -459,12 +459,8 @@ stop_sync() {
   rm -f "$RS_STATE_DIR/sync.exp" "$RS_STATE_DIR/sync.exp-lock"
 }
 
-# ends_stat: rs_sync_ends_total from rs-sync's stats file.
-ends_stat() {
-  jq -r '.families[] | select(.name == "rs_sync_ends_total") | .samples[0].value' \
-    "$RS_STATE_DIR/stats/rs-sync.json" 2>/dev/null
-}
-ends_is() { [ "$(ends_stat)" = "$1" ]; }
+# ends_is N: rs-sync has ended N syncs itself (rs_sync_ends_total).
+ends_is() { [ "$(stage_stat rs-sync rs_sync_ends_total)" = "$1" ]; }
 retries_at_least() { [ "$(stat_of retries_total)" -ge "$1" ]; }
 
 # A sync that writes nothing ends at rs-queue from rs-sync (DONE, FORGET);
