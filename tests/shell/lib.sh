@@ -305,7 +305,9 @@ start_instances() {
 }
 
 # stop_instances: TERM to each instance's rs-lease (which stops its
-# pipeline and releases), then to its rs-queue.
+# pipeline and releases), then to its rs-queue; both waited for, since an
+# rs-queue writes its stats file as it exits, into the state directory
+# that the caller removes next.
 stop_instances() {
   local pid i
   for i in $INSTANCES; do kill -TERM "$(cat "$TMP/$i/lease.pid")" 2>/dev/null; done
@@ -314,6 +316,10 @@ stop_instances() {
     wait_for 20 dead "$pid" ||
       kill -KILL "$pid" $(descendants "$pid") 2>/dev/null
     kill -TERM "$(cat "$TMP/$i/queue.pid")" 2>/dev/null
+  done
+  for i in $INSTANCES; do
+    pid=$(cat "$TMP/$i/queue.pid")
+    wait_for 10 dead "$pid" || kill -KILL "$pid" 2>/dev/null
   done
   INSTANCES=
 }
