@@ -20,6 +20,7 @@
 #include "clientflags.h"
 #include "flag.h"
 #include "log.h"
+#include "schedclass.h"
 #include "shard.h"
 #include "stagestats.h"
 
@@ -367,6 +368,7 @@ main(int argc, char **argv)
 	rs_flag_set_usage(USAGE);
 	app.concurrency = 16;
 	parse_flags(argc, argv, &f);
+	rs_sched_batch();
 	fence_init(f.fence, f.shards);
 	setup_signals();
 	if (app.dry_run) {

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "queue_client.h"
 #include "server.h"
+#include "schedclass.h"
 
 static const char usage_text[] =
 "usage: rs-queue [--queue PATH] serve [--notify-fd N] [--name NAME]\n"
@@ -203,6 +204,7 @@ run(struct opts *o, const char *cmd, char **args, int n)
 		only(o, serve_opts, cmd);
 		need_args(n, 0, 0, cmd);
 		o->serve.path = o->path;
+		rs_sched_batch();
 		return rsq_serve(&o->serve);
 	}
 	for (i = 0; i < sizeof keycmds / sizeof keycmds[0]; i++)

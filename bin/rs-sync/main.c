@@ -18,6 +18,7 @@
 #include "flag.h"
 #include "handlers.h"
 #include "log.h"
+#include "schedclass.h"
 #include "queue_client.h"
 #include "rank.h"
 #include "reconcile.h"
@@ -572,6 +573,7 @@ main(int argc, char **argv)
 	rs_log_init(argv[0]);
 	rs_flag_set_usage(USAGE);
 	parse_opts(argc, argv, &o);
+	rs_sched_batch();
 	signal(SIGPIPE, SIG_IGN);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

@@ -18,6 +18,7 @@
 #include "line.h"
 #include "flag.h"
 #include "log.h"
+#include "schedclass.h"
 #include "stagestats.h"
 #include "clock.h"
 #include "out.h"
@@ -344,6 +345,7 @@ main(int argc, char **argv)
 	rs_log_init(argv[0]);
 	rs_flag_set_usage(USAGE);
 	parse_flags(argc, argv, &f);
+	rs_sched_batch();       /* before the reflectors' threads */
 	n = argc - optind;
 	rf = make_reflectors(n, argv + optind, &f.wo);
 	f.wo.label_q = escape_or_die(f.label);

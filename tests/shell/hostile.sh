@@ -80,6 +80,31 @@ test_sync_malformed_and_truncated() {
   assertTrue "six bad events skipped, and the truncated last one" "skipped 7"
 }
 
+# RS_SCHED_BATCH (libcommon/schedclass.c): 0 leaves the stage in the class
+# it was started in; a value other than 0 or 1 is reported and taken as 1.
+# rs-sync waits on a FIFO meanwhile; chrt -o starts it in SCHED_OTHER.
+test_sync_sched_batch_setting() {
+  local v pid
+  for v in 0 yes; do
+    mkfifo "$TMP/in.$v"
+    chrt -o 0 env RS_SCHED_BATCH=$v rs-sync --once ns/web --now "$NOW" -v 1 \
+      <"$TMP/in.$v" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    exec 7>"$TMP/in.$v"
+    wait_for 5 sh -c "[ \"\$(cat /proc/$pid/comm)\" = rs-sync ]"
+    case $v in
+    0) sleep 0.5
+       assertEquals "RS_SCHED_BATCH=0" SCHED_OTHER "$(policy "$pid")" ;;
+    *) assertTrue "RS_SCHED_BATCH=$v: SCHED_BATCH" "wait_for 5 sh -c 'chrt -p $pid | grep -q SCHED_BATCH'"
+       assertTrue "RS_SCHED_BATCH=$v reported" "grep -q 'RS_SCHED_BATCH=yes is neither 0 nor 1' '$TMP/err'" ;;
+    esac
+    good_events >&7
+    exec 7>&-
+    wait "$pid"; echo $? >"$TMP/rc"
+    sync_goes_on "RS_SCHED_BATCH=$v"
+  done
+}
+
 test_sync_oversized_gib_line() {
   # a 1 GiB line (zero bytes) with its newline, then the good events; the
   # stream stays open until the memory figure is read

@@ -78,6 +78,23 @@ test_services_up_and_queue_ready() {
   assertTrue "no RC services without --rc" "[ ! -d '$SCAN/rs-rc-pipeline' ]"
 }
 
+# The four stages run as SCHED_BATCH (libcommon/schedclass.c), rs-watch's
+# reflector threads too; the supervisors that start them stay as they were.
+test_stages_run_as_sched_batch() {
+  need_cluster || return
+  local pids p t
+  assertTrue "pipeline up" "wait_for 20 pipeline_pids"
+  pids=$(pipeline_pids) || return
+  set -- $pids
+  assertEquals "rs-pipeline's supervisor" SCHED_OTHER "$(policy "$1")"
+  shift
+  for p in "$@" "$(s6_stage_pid rs-queue)"; do
+    for t in /proc/"$p"/task/*; do
+      assertEquals "$(cat /proc/"$p"/comm) thread ${t##*/}" SCHED_BATCH "$(policy "${t##*/}")"
+    done
+  done
+}
+
 # kill_during_scale_up STAGE: a ReplicaSet of $REPLICAS; STAGE SIGKILLed once
 # a random number of its pods exist; then the checks.
 kill_during_scale_up() {

@@ -1,0 +1,115 @@
+/* relay: what a wake-up costs a process here, before any work.
+ *
+ *   relay RELAYS TOKENS GAP_US
+ *
+ * A byte goes through RELAYS processes joined by pipes, TOKENS times,
+ * one every GAP_US microseconds: each relay sleeps in poll, wakes for
+ * the byte, passes it on and sleeps again, as a stage does for an event
+ * that comes alone. Prints the relays' CPU (user and system, from
+ * getrusage) per relay and token. The relays take the scheduling class
+ * of the caller (run it under chrt -b for SCHED_BATCH), and its CPU
+ * affinity (taskset). Exit 100 on bad arguments, 111 if a system call
+ * fails. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_RELAYS 16
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "relay: fatal: unable to %s: %s\n", what, strerror(errno));
+	exit(111);
+}
+
+static long
+number(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || v < min || v > max) {
+		fprintf(stderr, "relay: fatal: %s: not a number from %ld to %ld\n",
+		    s, min, max);
+		exit(100);
+	}
+	return v;
+}
+
+/* Waits for a byte on in, passes it to out; tokens times. */
+static void
+relay(int in, int out, long tokens)
+{
+	struct pollfd pfd = { .fd = in, .events = POLLIN };
+	char c;
+
+	while (tokens-- > 0) {
+		if (poll(&pfd, 1, -1) < 0 || read(in, &c, 1) != 1 ||
+		    write(out, &c, 1) != 1)
+			die("relay a byte");
+	}
+	_exit(0);
+}
+
+static double
+seconds(struct timeval tv)
+{
+	return tv.tv_sec + tv.tv_usec / 1e6;
+}
+
+int
+main(int argc, char **argv)
+{
+	int p[MAX_RELAYS + 1][2], n, i;
+	long tokens, gap, t;
+	struct timespec ts;
+	struct rusage ru;
+	char c = 'x';
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: relay RELAYS TOKENS GAP_US\n");
+		return 100;
+	}
+	n = number(argv[1], 1, MAX_RELAYS);
+	tokens = number(argv[2], 1, 100000000);
+	gap = number(argv[3], 0, 1000000);
+	for (i = 0; i <= n; i++)
+		if (pipe(p[i]) < 0)
+			die("make a pipe");
+	for (i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			die("fork");
+		if (pid == 0)
+			relay(p[i][0], p[i + 1][1], tokens);
+	}
+	ts.tv_sec = gap / 1000000;
+	ts.tv_nsec = gap % 1000000 * 1000;
+	for (t = 0; t < tokens; t++) {
+		struct pollfd pfd = { .fd = p[n][0], .events = POLLIN };
+
+		if (gap > 0)
+			nanosleep(&ts, NULL);
+		if (write(p[0][1], &c, 1) != 1 || poll(&pfd, 1, -1) < 0 ||
+		    read(p[n][0], &c, 1) != 1)
+			die("send a token");
+	}
+	while (wait(NULL) > 0)
+		;
+	if (getrusage(RUSAGE_CHILDREN, &ru) < 0)
+		die("read the relays' CPU");
+	printf("%d %ld %ld %.1f %.1f\n", n, tokens, gap,
+	    (seconds(ru.ru_utime) + seconds(ru.ru_stime)) * 1e6 / tokens / n,
+	    seconds(ru.ru_utime) * 1e6 / tokens / n);
+	return 0;
+}
