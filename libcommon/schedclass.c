@@ -28,6 +28,9 @@ rs_sched_batch(void)
 		return;
 	if (e != NULL && *e != '\0' && strcmp(e, "1") != 0)
 		rs_warn("RS_SCHED_BATCH=%s is neither 0 nor 1: taken as 1", e);
+	/* a class the operator chose (chrt, CPUSchedulingPolicy=) stands */
+	if (sched_getscheduler(0) != SCHED_OTHER)
+		return;
 	if (sched_setscheduler(0, SCHED_BATCH, &sp) != 0)
 		rs_warn("unable to run as SCHED_BATCH: %s", strerror(errno));
 }

@@ -29,6 +29,20 @@ die(const char *what)
 	exit(111);
 }
 
+/* One byte from in; a read of nothing is the writer gone. */
+static void
+take(int in, char *c, const char *what)
+{
+	ssize_t n = read(in, c, 1);
+
+	if (n == 0) {
+		fprintf(stderr, "relay: fatal: unable to %s: end of file\n", what);
+		exit(111);
+	}
+	if (n < 0)
+		die(what);
+}
+
 static long
 number(const char *s, long min, long max)
 {
@@ -45,17 +59,28 @@ number(const char *s, long min, long max)
 	return v;
 }
 
-/* Waits for a byte on in, passes it to out; tokens times. */
+/* Relay i: waits for a byte on pipe i, passes it to pipe i + 1; tokens
+ * times. Every other end is closed, so that a relay that dies ends the
+ * others' reads rather than leaving them waiting. */
 static void
-relay(int in, int out, long tokens)
+relay(int p[][2], int n, int i, long tokens)
 {
-	struct pollfd pfd = { .fd = in, .events = POLLIN };
+	struct pollfd pfd = { .fd = p[i][0], .events = POLLIN };
+	int j;
 	char c;
 
+	for (j = 0; j <= n; j++) {
+		if (j != i)
+			close(p[j][0]);
+		if (j != i + 1)
+			close(p[j][1]);
+	}
 	while (tokens-- > 0) {
-		if (poll(&pfd, 1, -1) < 0 || read(in, &c, 1) != 1 ||
-		    write(out, &c, 1) != 1)
-			die("relay a byte");
+		if (poll(&pfd, 1, -1) < 0)
+			die("wait for a byte");
+		take(p[i][0], &c, "take a byte");
+		if (write(p[i + 1][1], &c, 1) != 1)
+			die("pass a byte on");
 	}
 	_exit(0);
 }
@@ -69,7 +94,7 @@ seconds(struct timeval tv)
 int
 main(int argc, char **argv)
 {
-	int p[MAX_RELAYS + 1][2], n, i;
+	int p[MAX_RELAYS + 1][2], n, i, status, failed = 0;
 	long tokens, gap, t;
 	struct timespec ts;
 	struct rusage ru;
@@ -91,7 +116,13 @@ main(int argc, char **argv)
 		if (pid < 0)
 			die("fork");
 		if (pid == 0)
-			relay(p[i][0], p[i + 1][1], tokens);
+			relay(p, n, i, tokens);
+	}
+	for (i = 0; i <= n; i++) {
+		if (i != n)
+			close(p[i][0]);
+		if (i != 0)
+			close(p[i][1]);
 	}
 	ts.tv_sec = gap / 1000000;
 	ts.tv_nsec = gap % 1000000 * 1000;
@@ -100,12 +131,19 @@ main(int argc, char **argv)
 
 		if (gap > 0)
 			nanosleep(&ts, NULL);
-		if (write(p[0][1], &c, 1) != 1 || poll(&pfd, 1, -1) < 0 ||
-		    read(p[n][0], &c, 1) != 1)
+		if (write(p[0][1], &c, 1) != 1)
 			die("send a token");
+		if (poll(&pfd, 1, -1) < 0)
+			die("wait for a token");
+		take(p[n][0], &c, "take a token back");
 	}
-	while (wait(NULL) > 0)
-		;
+	while (wait(&status) > 0)
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			failed = 1;
+	if (failed) {
+		fprintf(stderr, "relay: fatal: a relay failed\n");
+		return 111;
+	}
 	if (getrusage(RUSAGE_CHILDREN, &ru) < 0)
 		die("read the relays' CPU");
 	printf("%d %ld %ld %.1f %.1f\n", n, tokens, gap,

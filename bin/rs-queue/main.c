@@ -14,8 +14,8 @@
 #include "flag.h"
 #include "log.h"
 #include "queue_client.h"
-#include "server.h"
 #include "schedclass.h"
+#include "server.h"
 
 static const char usage_text[] =
 "usage: rs-queue [--queue PATH] serve [--notify-fd N] [--name NAME]\n"

@@ -80,25 +80,29 @@ test_sync_malformed_and_truncated() {
   assertTrue "six bad events skipped, and the truncated last one" "skipped 7"
 }
 
+# waits_for_input PID: the process sleeps in a pipe's read, which only
+# rs-sync's main loop does (its loader reads no pipe).
+waits_for_input() { case $(cat "/proc/$1/wchan" 2>/dev/null) in *pipe_read*) ;; *) return 1 ;; esac; }
+
 # RS_SCHED_BATCH (libcommon/schedclass.c): 0 leaves the stage in the class
-# it was started in; a value other than 0 or 1 is reported and taken as 1.
-# rs-sync waits on a FIFO meanwhile; chrt -o starts it in SCHED_OTHER.
+# it was started in; a value other than 0 or 1 is reported and taken as 1;
+# a stage started in another class than SCHED_OTHER (here SCHED_IDLE) keeps
+# it. rs-sync reads the good events from a FIFO kept open, so that it waits
+# for more, past its start, when its class is read; chrt starts it.
 test_sync_sched_batch_setting() {
-  local v pid
-  for v in 0 yes; do
+  local v cls want pid
+  for case in "0 -o SCHED_OTHER" "yes -o SCHED_BATCH" "1 -i SCHED_IDLE"; do
+    set -- $case; v=$1 cls=$2 want=$3
     mkfifo "$TMP/in.$v"
-    chrt -o 0 env RS_SCHED_BATCH=$v rs-sync --once ns/web --now "$NOW" -v 1 \
+    chrt "$cls" 0 env RS_SCHED_BATCH=$v rs-sync --once ns/web --now "$NOW" -v 1 \
       <"$TMP/in.$v" >"$TMP/out" 2>"$TMP/err" &
     pid=$!
     exec 7>"$TMP/in.$v"
-    wait_for 5 sh -c "[ \"\$(cat /proc/$pid/comm)\" = rs-sync ]"
-    case $v in
-    0) sleep 0.5
-       assertEquals "RS_SCHED_BATCH=0" SCHED_OTHER "$(policy "$pid")" ;;
-    *) assertTrue "RS_SCHED_BATCH=$v: SCHED_BATCH" "wait_for 5 sh -c 'chrt -p $pid | grep -q SCHED_BATCH'"
-       assertTrue "RS_SCHED_BATCH=$v reported" "grep -q 'RS_SCHED_BATCH=yes is neither 0 nor 1' '$TMP/err'" ;;
-    esac
     good_events >&7
+    assertTrue "RS_SCHED_BATCH=$v: the events read" "wait_for 5 waits_for_input $pid"
+    assertEquals "RS_SCHED_BATCH=$v, started with chrt $cls" "$want" "$(policy "$pid")"
+    [ "$v" = yes ] &&
+      assertTrue "RS_SCHED_BATCH=$v reported" "grep -q 'RS_SCHED_BATCH=yes is neither 0 nor 1' '$TMP/err'"
     exec 7>&-
     wait "$pid"; echo $? >"$TMP/rc"
     sync_goes_on "RS_SCHED_BATCH=$v"

@@ -109,7 +109,7 @@ alive() {
 }
 dead() { ! alive "$1"; }
 # policy PID: its scheduling class as chrt names it (SCHED_OTHER, SCHED_BATCH).
-policy() { chrt -p "$1" 2>/dev/null | sed -n 's/.*scheduling policy: //p'; }
+policy() { LC_ALL=C chrt -p "$1" 2>/dev/null | sed -n 's/.*scheduling policy: //p'; }
 now_ms() { date +%s%3N; }
 # kill9 PID: SIGKILL, without the shell's "Killed" job report.
 kill9() { disown "$1" 2>/dev/null; kill -KILL "$1"; }

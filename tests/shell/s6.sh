@@ -78,11 +78,17 @@ test_services_up_and_queue_ready() {
   assertTrue "no RC services without --rc" "[ ! -d '$SCAN/rs-rc-pipeline' ]"
 }
 
+# batch_or_gone TID: the thread is SCHED_BATCH, or has ended meanwhile.
+batch_or_gone() { [ ! -d "/proc/$1" ] || [ "$(policy "$1")" = SCHED_BATCH ]; }
+
 # The four stages run as SCHED_BATCH (libcommon/schedclass.c), rs-watch's
 # reflector threads too; the supervisors that start them stay as they were.
+# A stage's name is set before its main moves it: each thread gets 5 s.
 test_stages_run_as_sched_batch() {
   need_cluster || return
   local pids p t
+  assertTrue "rs-queue ready" \
+    "wait_for 20 sh -c 's6-svstat \"$SCAN/rs-queue\" | grep -q \"^up .*ready\"'"
   assertTrue "pipeline up" "wait_for 20 pipeline_pids"
   pids=$(pipeline_pids) || return
   set -- $pids
@@ -90,7 +96,8 @@ test_stages_run_as_sched_batch() {
   shift
   for p in "$@" "$(s6_stage_pid rs-queue)"; do
     for t in /proc/"$p"/task/*; do
-      assertEquals "$(cat /proc/"$p"/comm) thread ${t##*/}" SCHED_BATCH "$(policy "${t##*/}")"
+      assertTrue "$(cat /proc/"$p"/comm 2>/dev/null) thread ${t##*/}: SCHED_BATCH" \
+        "wait_for 5 batch_or_gone ${t##*/}"
     done
   done
 }
