@@ -20,14 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_RELAYS 16
+#include "log.h"
 
-static void
-die(const char *what)
-{
-	fprintf(stderr, "relay: fatal: unable to %s: %s\n", what, strerror(errno));
-	exit(111);
-}
+#define MAX_RELAYS 16
 
 /* One byte from in; a read of nothing is the writer gone. */
 static void
@@ -35,12 +30,10 @@ take(int in, char *c, const char *what)
 {
 	ssize_t n = read(in, c, 1);
 
-	if (n == 0) {
-		fprintf(stderr, "relay: fatal: unable to %s: end of file\n", what);
-		exit(111);
-	}
+	if (n == 0)
+		rs_fatal(111, "unable to %s: end of file", what);
 	if (n < 0)
-		die(what);
+		rs_fatal(111, "unable to %s: %s", what, strerror(errno));
 }
 
 static long
@@ -51,11 +44,8 @@ number(const char *s, long min, long max)
 
 	errno = 0;
 	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || v < min || v > max) {
-		fprintf(stderr, "relay: fatal: %s: not a number from %ld to %ld\n",
-		    s, min, max);
-		exit(100);
-	}
+	if (errno != 0 || *end != '\0' || end == s || v < min || v > max)
+		rs_fatal(100, "%s: not a number from %ld to %ld", s, min, max);
 	return v;
 }
 
@@ -77,10 +67,10 @@ relay(int p[][2], int n, int i, long tokens)
 	}
 	while (tokens-- > 0) {
 		if (poll(&pfd, 1, -1) < 0)
-			die("wait for a byte");
+			rs_fatal(111, "unable to wait for a byte: %s", strerror(errno));
 		take(p[i][0], &c, "take a byte");
 		if (write(p[i + 1][1], &c, 1) != 1)
-			die("pass a byte on");
+			rs_fatal(111, "unable to pass a byte on: %s", strerror(errno));
 	}
 	_exit(0);
 }
@@ -100,6 +90,7 @@ main(int argc, char **argv)
 	struct rusage ru;
 	char c = 'x';
 
+	rs_log_init("relay");
 	if (argc != 4) {
 		fprintf(stderr, "usage: relay RELAYS TOKENS GAP_US\n");
 		return 100;
@@ -109,12 +100,12 @@ main(int argc, char **argv)
 	gap = number(argv[3], 0, 1000000);
 	for (i = 0; i <= n; i++)
 		if (pipe(p[i]) < 0)
-			die("make a pipe");
+			rs_fatal(111, "unable to make a pipe: %s", strerror(errno));
 	for (i = 0; i < n; i++) {
 		pid_t pid = fork();
 
 		if (pid < 0)
-			die("fork");
+			rs_fatal(111, "unable to fork: %s", strerror(errno));
 		if (pid == 0)
 			relay(p, n, i, tokens);
 	}
@@ -132,20 +123,18 @@ main(int argc, char **argv)
 		if (gap > 0)
 			nanosleep(&ts, NULL);
 		if (write(p[0][1], &c, 1) != 1)
-			die("send a token");
+			rs_fatal(111, "unable to send a token: %s", strerror(errno));
 		if (poll(&pfd, 1, -1) < 0)
-			die("wait for a token");
+			rs_fatal(111, "unable to wait for a token: %s", strerror(errno));
 		take(p[n][0], &c, "take a token back");
 	}
 	while (wait(&status) > 0)
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 			failed = 1;
-	if (failed) {
-		fprintf(stderr, "relay: fatal: a relay failed\n");
-		return 111;
-	}
+	if (failed)
+		rs_fatal(111, "a relay failed");
 	if (getrusage(RUSAGE_CHILDREN, &ru) < 0)
-		die("read the relays' CPU");
+		rs_fatal(111, "unable to read the relays' CPU: %s", strerror(errno));
 	printf("%d %ld %ld %.1f %.1f\n", n, tokens, gap,
 	    (seconds(ru.ru_utime) + seconds(ru.ru_stime)) * 1e6 / tokens / n,
 	    seconds(ru.ru_utime) * 1e6 / tokens / n);
