@@ -778,6 +778,42 @@ test_server_timeout_reconnects_at_once() {
   assertTrue "timeoutSeconds of 2 to 4 s" "grep -Eq 'watching pods from resourceVersion [0-9]+ for [234] s' $OUT.log"
 }
 
+# rs-watch's watches go on HTTP/2 connections of their own (libnghttp2 over
+# OpenSSL, --http-client direct, the default), each kept for the next
+# watch: with the server ending each watch after 1-2 s, the two resources'
+# watches come on at most two connections in all. --http-client curl, and a
+# proxy in the environment (no_proxy names the server, so it is not used),
+# leave them to libcurl. Each way the same pods arrive.
+test_watches_on_direct_http2() {
+  need_cluster || return
+  ns=$(new_ns wdirect)
+  rs_bg rs-watch -v 4 --watch-timeout 1s --protobuf -n "$ns" pods replicasets >"$OUT" 2>"$OUT.log"
+  rs_bg rs-watch -v 4 --http-client curl -n "$ns" pods >"$OUT.curl" 2>"$OUT.curl.log"
+  rs_bg env HTTPS_PROXY=http://127.0.0.1:1 NO_PROXY=127.0.0.1 no_proxy=127.0.0.1 \
+    rs-watch -v 4 -n "$ns" pods >"$OUT.proxy" 2>"$OUT.proxy.log"
+  assertTrue "SYNCED (direct)" "wait_for 20 synced_n $OUT 2"
+  for f in "$OUT.curl" "$OUT.proxy"; do
+    assertTrue "SYNCED: $f" "wait_for 20 synced_n $f 1"
+  done
+  for i in 1 2 3 4 5; do pod "$ns" d$i; sleep 1; done
+  for f in "$OUT" "$OUT.curl" "$OUT.proxy"; do
+    assertTrue "five pods: $f" "wait_for 20 added_is $f 5"
+  done
+  grep -q 'API requests to https://.* on direct HTTP/2 (libnghttp2' "$OUT.log" ||
+    fail "the watches not direct: $(head -3 "$OUT.log")"
+  watches=$(grep -c 'watch of .* ended after' "$OUT.log")
+  ups=$(grep -c 'HTTP/2 connection to https://.* up$' "$OUT.log")
+  [ "$watches" -ge 4 ] || fail "only $watches watches ended by the server"
+  [ "$ups" -ge 1 ] && [ "$ups" -le 2 ] ||
+    fail "$ups connections up for $watches watches: not kept between watches"
+  grep -q 'on libcurl' "$OUT.log" && fail "fell back to libcurl: $(grep 'on libcurl' "$OUT.log")"
+  grep -q 'HTTP/2' "$OUT.curl.log" && fail "--http-client curl went direct: $(grep HTTP/2 "$OUT.curl.log")"
+  grep -q 'on libcurl, not direct HTTP/2: a proxy is set in the environment' "$OUT.proxy.log" ||
+    fail "a proxy set, and no word of libcurl: $(head -3 "$OUT.proxy.log")"
+  grep -q 'HTTP/2 connection' "$OUT.proxy.log" && fail "a proxy set, and the watch went direct"
+  return 0
+}
+
 # 403 is retried with a clear warning (as a reflector does), and the list
 # goes through once the permission is granted.
 test_forbidden_is_retried() {
