@@ -890,7 +890,7 @@ kube_perform(struct rs_kube *k, struct kreq *r)
 	r->easy = s->easy;
 	for (;;) {
 		r->resend = 0;
-		r->h2_curl = 1;
+		r->h2_curl = 1;         /* unless kube_h2.c takes it */
 		if (kube_h2_streams(k, r))
 			rc = attempt_h2(s, r, &stopped);
 		if (r->h2_curl)

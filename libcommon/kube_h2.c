@@ -21,6 +21,9 @@
  * failure after its HEADERS went out is the caller's (resp.sent = 1):
  * nothing is sent again that the server may have carried out.
  *
+ * A blocking stream (rs-watch's watches, kube_perform) goes the same way
+ * on a set of connections of its own (kube_h2_stream), which asks no gate.
+ *
  * Each pass hands libnghttp2's output (nghttp2_session_mem_send) to one
  * SSL_write, and feeds what SSL_read gives to nghttp2_session_mem_recv.
  * Results and failures are told in libcurl's terms (CURLcode, errbuf) so
@@ -332,6 +335,16 @@ conn_unlink(struct kh2 *h, struct h2conn *c)
 		*pp = c->next;
 }
 
+/* A blocking stream (a GET) that no answer has come to yet may go again on
+ * another connection, as libcurl sends a request again when the reused
+ * connection it went on dies first: a kept connection the server closed
+ * while idle, seen only once a watch went on it. */
+static int
+unanswered_stream(const struct kreq *r)
+{
+	return r->fn != NULL && !r->async && r->resp.code == 0;
+}
+
 /* c failed (cc, why): its streams end, sent as far as their HEADERS went;
  * a connection that never came up fails the waiting requests too, unless
  * another may still carry them. */
@@ -351,7 +364,8 @@ conn_die(struct h2conn *c, CURLcode cc, const char *why)
 		if (c->sess && r->h2_id > 0)
 			nghttp2_session_set_stream_user_data(c->sess,
 			    r->h2_id, NULL);
-		if (!r->h2_headers && requeue(h, r))
+		if ((!r->h2_headers || unanswered_stream(r)) &&
+		    requeue(h, r))
 			continue;
 		snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
 		finish(h, r, cc, r->h2_headers);
@@ -829,8 +843,14 @@ fall_back(struct kh2 *h, const char *why)
 	if (h->off)
 		return;
 	h->off = 1;
-	rs_info(1, "API requests to %s on libcurl from now on: %s",
-	    h->k->cfg->server, why);
+	if (h->borrowed) {      /* kube_h2_stream's: for every thread's */
+		__atomic_store_n(&h->k->h2_streams_off, 1, __ATOMIC_RELAXED);
+		rs_info(1, "API streams to %s on libcurl from now on: %s",
+		    h->k->cfg->server, why);
+	} else {
+		rs_info(1, "API requests to %s on libcurl from now on: %s",
+		    h->k->cfg->server, why);
+	}
 	while ((r = kfifo_pop(&h->wait)) != NULL) {
 		r->h2_curl = 1;
 		finish(h, r, CURLE_OK, 0);
@@ -1111,17 +1131,16 @@ h2_borrow(const struct kh2 *o)
 	return h;
 }
 
-/* What came on connections while no stream was on them (a GOAWAY, a
- * close, a PING) is read before a stream goes on one. */
+/* Waits at most ms for h's connections, and works on what came. */
 static void
-h2_catch_up(struct kh2 *h)
+h2_poll(struct kh2 *h, int ms)
 {
 	struct pollfd p[H2_BLOCK_FDS];
 	int n = h2_fds(h, p, H2_BLOCK_FDS);
 
 	if (n > H2_BLOCK_FDS)
 		n = H2_BLOCK_FDS;
-	if (n > 0 && poll(p, (nfds_t)n, 0) > 0)
+	if (poll(p, (nfds_t)n, ms) > 0)
 		h2_ready(h, p, n);
 }
 
@@ -1155,29 +1174,29 @@ h2_wait_ms(struct kh2 *h, const struct kreq *r, int64_t now)
 int
 kube_h2_streams(const struct rs_kube *k, const struct kreq *r)
 {
-	return k->h2 != NULL && r->fn != NULL && !r->async;
+	return k->h2 != NULL && r->fn != NULL && !r->async &&
+	    !__atomic_load_n(&k->h2_streams_off, __ATOMIC_RELAXED);
 }
 
 rs_code
 kube_h2_stream(struct rs_kube *k, struct kh2 **hp, struct kreq *r,
     int *stopped)
 {
-	struct pollfd p[H2_BLOCK_FDS];
 	struct kh2 *h = *hp;
 	unsigned long lines;
 	int64_t now;
 	rs_code rc;
-	int n;
 
 	*stopped = 0;
-	r->h2_curl = 0;
+	r->h2_curl = 1;
 	if (h == NULL && (h = *hp = h2_borrow(k->h2)) == NULL)
-		return RS_ENOMEM;
-	if (h->off) {
-		r->h2_curl = 1;
 		return RS_OK;
-	}
-	h2_catch_up(h);
+	/* what came on its connections while no stream was on them (a
+	 * GOAWAY, a close, a PING, a handshake's end) first */
+	h2_poll(h, 0);
+	if (h->off)
+		return RS_OK;
+	r->h2_curl = 0;
 	if ((rc = h2_start(h, r)) != RS_OK) {
 		if (rc == RS_EAGAIN)
 			r->h2_curl = 1;
@@ -1193,12 +1212,8 @@ kube_h2_stream(struct rs_kube *k, struct kh2 **hp, struct kreq *r,
 			*stopped = 1;
 			return RS_OK;
 		}
-		n = h2_fds(h, p, H2_BLOCK_FDS);
-		if (n > H2_BLOCK_FDS)
-			n = H2_BLOCK_FDS;
 		lines = r->lines;
-		if (poll(p, (nfds_t)n, h2_wait_ms(h, r, now)) > 0)
-			h2_ready(h, p, n);
+		h2_poll(h, h2_wait_ms(h, r, now));
 		if (r->batch && r->lines != lines)
 			kreq_batch_idle(r, r->h2c != NULL);
 	}

@@ -91,6 +91,9 @@ struct rs_kube {
 	struct kh2 *h2;               /* the asynchronous requests' own
 	                                 HTTP/2 connections, or NULL: all on
 	                                 libcurl */
+	int h2_streams_off;           /* a blocking stream found the direct
+	                                 client unfit: streams on libcurl
+	                                 (atomic: every thread's slots) */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -217,10 +220,11 @@ int kube_h2_streams(const struct rs_kube *k, const struct kreq *r);
 /* Runs r to its end on *hp, a connection set of the caller's own, made
  * on first use and kept for the next call; no gate is asked. RS_OK with
  * r->h2_cc and resp set, or with *stopped (r->stop), or with r->h2_curl
- * (libcurl must carry it: h2 turned off); else credentials failed. */
+ * (libcurl must carry it: h2 turned off, or no memory for the set); else
+ * credentials failed. */
 rs_code kube_h2_stream(struct rs_kube *k, struct kh2 **hp, struct kreq *r,
     int *stopped);
-/* Closes the connections of *hp's set, kube_h2_stream's. */
+/* Closes the connections of h, a set kube_h2_stream made, and frees it. */
 void kube_h2_close(struct kh2 *h);
 
 /* kube_stream.c: the write callback's line splitter. */

@@ -149,6 +149,10 @@ kube_stream_data(struct kreq *r, const char *p, size_t n)
 {
 	const char *end = p + n, *nl;
 
+	/* the rest of a read that came with the stop: what follows the line
+	 * handed out last is no longer whole */
+	if (r->stop && *r->stop)
+		return n;
 	if (r->framed)
 		return frames_data(r, p, n);
 	while (p < end) {
