@@ -525,12 +525,15 @@ conn_recv(struct h2conn *c)
 	}
 }
 
+/* A write's answer is a few KiB; a watch's stream may carry a list of
+ * 100,000 objects, read as it comes: its window is the connection's. */
 static void
 conn_settings(struct h2conn *c)
 {
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
-		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20 },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+		    c->h->borrowed ? H2_WINDOW : 1 << 20 },
 	};
 
 	nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv,

@@ -838,6 +838,31 @@ test_watches_on_direct_http2() {
   return 0
 }
 
+# A server without HTTP/2 (kube-apiserver --disable-http2-serving): the
+# first watches find it out at their handshake (ALPN) and every thread's
+# watches go on libcurl from then on, as -v 1 says; none is lost or
+# printed twice for the switch, and no later watch dials directly again.
+test_watches_fall_back_without_http2() {
+  need_cluster || return
+  cluster_of_our_own "$TMP/h1" RS_TEST_APISERVER_FLAGS=--disable-http2-serving || return
+  local -x KUBECONFIG=$TMP/h1/kubeconfig
+  ns=$(new_ns wh1)
+  rs_bg rs-watch -v 4 --watch-timeout 1s --protobuf -n "$ns" pods replicasets >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 2"
+  for i in 1 2 3 4 5; do pod "$ns" h$i; sleep 1; done
+  assertTrue "five pods" "wait_for 20 added_is $OUT 5"
+  assertEquals "each pod once" 5 "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT" | sort -u | wc -l)"
+  grep -q 'API streams to https://.* on libcurl from now on: the server does not offer HTTP/2 (ALPN)' "$OUT.log" ||
+    fail "no word of the switch: $(grep -i 'http/2\|libcurl' "$OUT.log" | head -3)"
+  watches=$(grep -c 'watch of .* ended after' "$OUT.log")
+  dials=$(grep -c 'HTTP/2: dialling' "$OUT.log")
+  [ "$watches" -ge 4 ] || fail "only $watches watches ended by the server"
+  [ "$dials" -le 2 ] || fail "$dials direct dials for $watches watches: the switch did not hold"
+  grep -q 'HTTP/2 connection to .* up' "$OUT.log" && fail "a direct connection came up"
+  "$top/tests/env/cluster" down "$TMP/h1" >/dev/null 2>&1
+  return 0
+}
+
 # 403 is retried with a clear warning (as a reflector does), and the list
 # goes through once the permission is granted.
 test_forbidden_is_retried() {
