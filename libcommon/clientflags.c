@@ -26,6 +26,10 @@ static const struct option gate_opts[] = {
 	{ "feature-gates", required_argument, NULL, RS_OPT_GATES },
 };
 
+static const struct option http_opts[] = {
+	{ "http-client", required_argument, NULL, RS_OPT_HTTP },
+};
+
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 static size_t
@@ -48,7 +52,7 @@ rs_flags_longopts(const struct option *own, unsigned sets)
 	while (own[n].name != NULL)
 		n++;
 	all = calloc(n + NELEM(log_opts) + NELEM(api_opts) + NELEM(rate_opts) +
-	    NELEM(gate_opts) + 1, sizeof *all);
+	    NELEM(gate_opts) + NELEM(http_opts) + 1, sizeof *all);
 	if (all == NULL)
 		rs_fatal(111, "unable to read the flags: %s",
 		    rs_strerror(RS_ENOMEM));
@@ -60,7 +64,9 @@ rs_flags_longopts(const struct option *own, unsigned sets)
 	if (sets & RS_FLAGS_RATE)
 		at = add(all, at, rate_opts, NELEM(rate_opts));
 	if (sets & RS_FLAGS_GATES)
-		add(all, at, gate_opts, NELEM(gate_opts));
+		at = add(all, at, gate_opts, NELEM(gate_opts));
+	if (sets & RS_FLAGS_HTTP)
+		add(all, at, http_opts, NELEM(http_opts));
 	free(kept);
 	return kept = all;
 }
@@ -96,6 +102,15 @@ rs_flags_common(int c, const char *arg, struct rs_client_flags *cf)
 	case RS_OPT_BURST:
 		cf->kopts.burst = (int)rs_flag_long(arg, 1, 1000000,
 		    "--kube-api-burst");
+		return 1;
+	case RS_OPT_HTTP:
+		if (strcmp(arg, "direct") == 0)
+			cf->kopts.http_client = RS_KUBE_HTTP_DIRECT;
+		else if (strcmp(arg, "curl") == 0)
+			cf->kopts.http_client = RS_KUBE_HTTP_CURL;
+		else
+			rs_flag_fail("--http-client: '%s' is neither direct "
+			    "nor curl", arg);
 		return 1;
 	}
 	return 0;

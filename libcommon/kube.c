@@ -210,6 +210,7 @@ rs_kube_new(struct rs_kube_config *take, const struct rs_kube_opts *o,
 static void
 slot_free(struct kslot *s)
 {
+	kube_h2_close(s->h2);
 	curl_easy_cleanup(s->easy);
 	curl_multi_cleanup(s->multi);
 	free(s);
@@ -225,11 +226,11 @@ rs_kube_free(struct rs_kube *k)
 		return;
 	if (k->multi)
 		kube_multi_drop(k);
-	kube_h2_free(k);
-	while ((s = k->idle) != NULL) {
+	while ((s = k->idle) != NULL) {   /* their streams' h2 borrows k's */
 		k->idle = s->next;
 		slot_free(s);
 	}
+	kube_h2_free(k);
 	for (i = 0; i < k->nspare; i++)
 		curl_easy_cleanup(k->spare[i]);
 	curl_multi_cleanup(k->multi);
@@ -347,6 +348,14 @@ kreq_body(struct kreq *r, long code, const char *p, size_t len)
 	return len;
 }
 
+size_t
+kreq_data(struct kreq *r, long code, const char *p, size_t len)
+{
+	if (r->fn && code >= 200 && code < 300)
+		return kube_stream_data(r, p, len);
+	return kreq_body(r, code, p, len);
+}
+
 static size_t
 kreq_write(char *p, size_t sz, size_t n, void *arg)
 {
@@ -355,9 +364,7 @@ kreq_write(char *p, size_t sz, size_t n, void *arg)
 	long code = 0;
 
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
-	if (r->fn && code >= 200 && code < 300)
-		return kube_stream_data(r, p, len);
-	return kreq_body(r, code, p, len);
+	return kreq_data(r, code, p, len);
 }
 
 static size_t
@@ -780,8 +787,8 @@ slot_put(struct rs_kube *k, struct kslot *s)
 
 /* Lines came in this pass: the batch is out. In a storm (lines came
  * within settle_ms of the last ones), let the next batch gather. */
-static void
-batch_idle(struct kreq *r, int running)
+void
+kreq_batch_idle(struct kreq *r, int running)
 {
 	int64_t now = rs_mono_ns(), window = r->batch->settle_ms * 1000000LL;
 	struct timespec ts = { window / 1000000000, window % 1000000000 };
@@ -819,7 +826,7 @@ slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 		if (r->stop && *r->stop)
 			break;
 		if (r->batch && r->lines != lines)
-			batch_idle(r, running);
+			kreq_batch_idle(r, running);
 		if (running)
 			curl_multi_poll(s->multi, NULL, 0, r->stop ? 100 : 1000,
 			    NULL);
@@ -837,29 +844,62 @@ slot_run(struct kslot *s, struct kreq *r, CURLcode *cc)
 	return 0;
 }
 
+/* One attempt on libcurl. */
+static rs_code
+attempt_curl(struct kslot *s, struct kreq *r, int *stopped)
+{
+	CURLcode cc;
+	rs_code rc;
+
+	*stopped = 0;
+	rc = kreq_prepare(r);
+	if (rc != RS_OK)
+		return rc;
+	if (slot_run(s, r, &cc)) {
+		kreq_info(r);
+		*stopped = 1;
+		return RS_OK;
+	}
+	r->resend = 0;
+	return kreq_finish(r, cc);
+}
+
+/* One attempt of a stream on its own HTTP/2 connection; r->h2_curl: on
+ * libcurl after all. */
+static rs_code
+attempt_h2(struct kslot *s, struct kreq *r, int *stopped)
+{
+	rs_code rc;
+
+	rc = kube_h2_stream(r->k, &s->h2, r, stopped);
+	if (rc != RS_OK || *stopped || r->h2_curl)
+		return rc;
+	r->resend = 0;
+	return kreq_end(r, r->h2_cc);
+}
+
 rs_code
 kube_perform(struct rs_kube *k, struct kreq *r)
 {
 	struct kslot *s = slot_get(k);
-	CURLcode cc;
-	rs_code rc;
+	rs_code rc = RS_OK;
+	int stopped = 0;
 
 	if (s == NULL)
 		return RS_ENOMEM;
 	r->easy = s->easy;
 	for (;;) {
-		rc = kreq_prepare(r);
-		if (rc != RS_OK)
-			break;
-		if (slot_run(s, r, &cc)) {
-			kreq_info(r);
+		r->resend = 0;
+		r->h2_curl = 1;         /* unless kube_h2.c takes it */
+		if (kube_h2_streams(k, r))
+			rc = attempt_h2(s, r, &stopped);
+		if (r->h2_curl)
+			rc = attempt_curl(s, r, &stopped);
+		if (rc == RS_OK && stopped) {
 			kreq_count(r);  /* stats */
 			kreq_log(r, "stopped");
-			rc = RS_OK;
 			break;
 		}
-		r->resend = 0;
-		rc = kreq_finish(r, cc);
 		if (!r->resend)
 			break;
 		kreq_reset(r);

@@ -93,8 +93,9 @@ struct rs_kube_opts {
 	                            (0: none, what is ready is taken) */
 	int max_running;         /* asynchronous requests in flight at once
 	                            (0: RS_KUBE_MAX_RUNNING) */
-	int http_client;         /* the asynchronous requests' transport:
-	                            RS_KUBE_HTTP_CURL (0) or
+	int http_client;         /* the transport of the asynchronous
+	                            requests and of the blocking streams
+	                            (watches): RS_KUBE_HTTP_CURL (0) or
 	                            RS_KUBE_HTTP_DIRECT */
 	int streams;             /* HTTP/2 streams per connection; more
 	                            requests in flight open more connections
@@ -105,7 +106,8 @@ struct rs_kube_opts {
 /* libcurl, or HTTP/2 straight on libnghttp2 and OpenSSL: a fraction of
  * libcurl's CPU per request. Direct only where it can mean the same: an
  * https server, no proxy, a bearer token and/or the kubeconfig's client
- * certificate; else, and for streams, libcurl. */
+ * certificate; else, and for blocking requests other than streams, and
+ * for asynchronous streams, libcurl. */
 #define RS_KUBE_HTTP_CURL   0
 #define RS_KUBE_HTTP_DIRECT 1
 /* kube-apiserver's own limit (--http2-max-streams-per-connection 0), which

@@ -21,6 +21,9 @@
  * failure after its HEADERS went out is the caller's (resp.sent = 1):
  * nothing is sent again that the server may have carried out.
  *
+ * A blocking stream (rs-watch's watches, kube_perform) goes the same way
+ * on a set of connections of its own (kube_h2_stream), which asks no gate.
+ *
  * Each pass hands libnghttp2's output (nghttp2_session_mem_send) to one
  * SSL_write, and feeds what SSL_read gives to nghttp2_session_mem_recv.
  * Results and failures are told in libcurl's terms (CURLcode, errbuf) so
@@ -88,6 +91,10 @@ struct kh2 {
 	struct kfifo done;
 	int64_t redial_at;
 	int off;                         /* libcurl for good */
+	int gated;                       /* the gate is asked (rs_kube_run's
+	                                    requests; not a blocking stream) */
+	int borrowed;                    /* ctx, cbs and the names are
+	                                    another's (kube_h2_stream's) */
 };
 
 static void
@@ -197,7 +204,14 @@ on_header(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *name,
 	(void)u;
 	if (f->hd.type != NGHTTP2_HEADERS ||
 	    (r = nghttp2_session_get_stream_user_data(s, f->hd.stream_id)) ==
-	    NULL || vlen >= sizeof buf)
+	    NULL)
+		return 0;
+	if (nlen == 12 && memcmp(name, "content-type", 12) == 0) {
+		snprintf(r->h2_ctype, sizeof r->h2_ctype, "%.*s", (int)vlen,
+		    (const char *)value);
+		return 0;
+	}
+	if (vlen >= sizeof buf)
 		return 0;
 	memcpy(buf, value, vlen);
 	buf[vlen] = '\0';
@@ -221,7 +235,7 @@ on_data(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *p,
 	(void)u;
 	if (r == NULL || r->cb_rc != RS_OK)
 		return 0;
-	kreq_body(r, r->resp.code, (const char *)p, len);
+	kreq_data(r, r->resp.code, (const char *)p, len);
 	if (r->cb_rc != RS_OK)
 		nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id,
 		    NGHTTP2_CANCEL);
@@ -321,6 +335,16 @@ conn_unlink(struct kh2 *h, struct h2conn *c)
 		*pp = c->next;
 }
 
+/* A blocking stream (a GET) that no answer has come to yet may go again on
+ * another connection, as libcurl sends a request again when the reused
+ * connection it went on dies first: a kept connection the server closed
+ * while idle, seen only once a watch went on it. */
+static int
+unanswered_stream(const struct kreq *r)
+{
+	return r->fn != NULL && !r->async && r->resp.code == 0;
+}
+
 /* c failed (cc, why): its streams end, sent as far as their HEADERS went;
  * a connection that never came up fails the waiting requests too, unless
  * another may still carry them. */
@@ -340,7 +364,8 @@ conn_die(struct h2conn *c, CURLcode cc, const char *why)
 		if (c->sess && r->h2_id > 0)
 			nghttp2_session_set_stream_user_data(c->sess,
 			    r->h2_id, NULL);
-		if (!r->h2_headers && requeue(h, r))
+		if ((!r->h2_headers || unanswered_stream(r)) &&
+		    requeue(h, r))
 			continue;
 		snprintf(r->errbuf, sizeof r->errbuf, "%s", why);
 		finish(h, r, cc, r->h2_headers);
@@ -448,6 +473,17 @@ conn_send(struct h2conn *c)
 	}
 }
 
+/* The server closed TCP without TLS's close_notify, as a stopping API
+ * server does: OpenSSL 3 calls it an error of its own. */
+static int
+closed_unannounced(int e)
+{
+	if (e == SSL_ERROR_SYSCALL)
+		return ERR_peek_error() == 0 && errno == 0;
+	return e == SSL_ERROR_SSL && ERR_GET_REASON(ERR_peek_error()) ==
+	    SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
 /* Reads all there is. Returns 0, or -1 with c gone. */
 static int
 conn_recv(struct h2conn *c)
@@ -478,24 +514,26 @@ conn_recv(struct h2conn *c)
 			c->ssl_want = POLLOUT;
 			return 0;
 		}
-		if (e == SSL_ERROR_ZERO_RETURN ||
-		    (e == SSL_ERROR_SYSCALL && ERR_peek_error() == 0 &&
-		    errno == 0))
+		if (e == SSL_ERROR_ZERO_RETURN || closed_unannounced(e)) {
+			ERR_clear_error();
 			snprintf(why, sizeof why, "connection closed by the "
 			    "server");
-		else
+		} else
 			ssl_why(why, sizeof why, "receive failure");
 		conn_die(c, CURLE_RECV_ERROR, why);
 		return -1;
 	}
 }
 
+/* A write's answer is a few KiB; a watch's stream may carry a list of
+ * 100,000 objects, read as it comes: its window is the connection's. */
 static void
 conn_settings(struct h2conn *c)
 {
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
-		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20 },
+		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+		    c->h->borrowed ? H2_WINDOW : 1 << 20 },
 	};
 
 	nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv,
@@ -781,8 +819,9 @@ conn_fill(struct h2conn *c)
 	long room = conn_room(c);
 
 	while (room > 0 && (r = kfifo_pop(&h->wait)) != NULL) {
-		if (k->gate && !k->gate(k->gate_arg, r->method, r->path,
-		    r->resp.status.message, sizeof r->resp.status.message)) {
+		if (h->gated && k->gate && !k->gate(k->gate_arg, r->method,
+		    r->path, r->resp.status.message,
+		    sizeof r->resp.status.message)) {
 			r->cb_rc = RS_EREFUSED;
 			finish(h, r, CURLE_ABORTED_BY_CALLBACK, 0);
 			continue;
@@ -807,8 +846,14 @@ fall_back(struct kh2 *h, const char *why)
 	if (h->off)
 		return;
 	h->off = 1;
-	rs_info(1, "API requests to %s on libcurl from now on: %s",
-	    h->k->cfg->server, why);
+	if (h->borrowed) {      /* kube_h2_stream's: for every thread's */
+		__atomic_store_n(&h->k->h2_streams_off, 1, __ATOMIC_RELAXED);
+		rs_info(1, "API streams to %s on libcurl from now on: %s",
+		    h->k->cfg->server, why);
+	} else {
+		rs_info(1, "API requests to %s on libcurl from now on: %s",
+		    h->k->cfg->server, why);
+	}
 	while ((r = kfifo_pop(&h->wait)) != NULL) {
 		r->h2_curl = 1;
 		finish(h, r, CURLE_OK, 0);
@@ -821,10 +866,9 @@ kube_h2_takes(struct rs_kube *k, const struct kreq *r)
 	return k->h2 != NULL && !k->h2->off && r->fn == NULL;
 }
 
-rs_code
-kube_h2_start(struct rs_kube *k, struct kreq *r)
+static rs_code
+h2_start(struct kh2 *h, struct kreq *r)
 {
-	struct kh2 *h = k->h2;
 	rs_code rc;
 
 	rc = kreq_cred(r);
@@ -839,6 +883,7 @@ kube_h2_start(struct rs_kube *k, struct kreq *r)
 	r->h2_headers = 0;
 	r->h2_curl = 0;
 	r->h2_again = 0;
+	r->h2_ctype[0] = '\0';
 	kfifo_push(&h->wait, r);
 	r->rnext = NULL;
 	r->rprev = h->run_tail;
@@ -847,8 +892,17 @@ kube_h2_start(struct rs_kube *k, struct kreq *r)
 	else
 		h->run_head = r;
 	h->run_tail = r;
-	k->nrunning++;
 	return RS_OK;
+}
+
+rs_code
+kube_h2_start(struct rs_kube *k, struct kreq *r)
+{
+	rs_code rc = h2_start(k->h2, r);
+
+	if (rc == RS_OK)
+		k->nrunning++;
+	return rc;
 }
 
 static void
@@ -902,15 +956,12 @@ reap_conns(struct kh2 *h)
 	}
 }
 
-void
-kube_h2_pump(struct rs_kube *k, int64_t now)
+static void
+h2_pump(struct kh2 *h, int64_t now)
 {
-	struct kh2 *h = k->h2;
 	struct h2conn *c, *nx;
 	long dialling;
 
-	if (h == NULL)
-		return;
 	timeouts(h, now);
 	for (c = h->conns; c && h->wait.n > 0; c = nx) {
 		nx = c->next;
@@ -925,21 +976,26 @@ kube_h2_pump(struct rs_kube *k, int64_t now)
 	for (c = h->conns; c; c = c->next)
 		if (c->state != C_UP)
 			dialling++;
-	while (h->wait.n > dialling * k->streams && h->redial_at <= now) {
+	while (h->wait.n > dialling * h->k->streams && h->redial_at <= now) {
 		conn_dial(h, now);
 		dialling++;
 	}
 }
 
-int
-kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
+void
+kube_h2_pump(struct rs_kube *k, int64_t now)
+{
+	if (k->h2)
+		h2_pump(k->h2, now);
+}
+
+static int
+h2_fds(struct kh2 *h, struct pollfd *p, int max)
 {
 	struct h2conn *c;
 	int n = 0;
 
-	if (k->h2 == NULL)
-		return 0;
-	for (c = k->h2->conns; c; c = c->next) {
+	for (c = h->conns; c; c = c->next) {
 		if (c->fd < 0)
 			continue;
 		if (n < max) {
@@ -952,6 +1008,12 @@ kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
 		n++;
 	}
 	return n;
+}
+
+int
+kube_h2_fds(struct rs_kube *k, struct pollfd *p, int max)
+{
+	return k->h2 ? h2_fds(k->h2, p, max) : 0;
 }
 
 static void
@@ -972,17 +1034,14 @@ conn_ready(struct h2conn *c, short ev)
 	conn_fill(c);
 }
 
-void
-kube_h2_ready(struct rs_kube *k, const struct pollfd *p, int n)
+static void
+h2_ready(struct kh2 *h, const struct pollfd *p, int n)
 {
 	struct h2conn *c, *nx;
 	int i;
 
-	if (k->h2 == NULL)
-		return;
-	/* the connections as kube_h2_fds listed them: none came or went
-	 * since */
-	for (c = k->h2->conns, i = 0; c && i < n; c = nx) {
+	/* the connections as h2_fds listed them: none came or went since */
+	for (c = h->conns, i = 0; c && i < n; c = nx) {
 		nx = c->next;
 		if (c->fd < 0)
 			continue;
@@ -990,19 +1049,23 @@ kube_h2_ready(struct rs_kube *k, const struct pollfd *p, int n)
 			conn_ready(c, p[i].revents);
 		i++;
 	}
-	kube_h2_pump(k, rs_mono_ns());
+	h2_pump(h, rs_mono_ns());
 }
 
-int64_t
-kube_h2_next(struct rs_kube *k)
+void
+kube_h2_ready(struct rs_kube *k, const struct pollfd *p, int n)
 {
-	struct kh2 *h = k->h2;
+	if (k->h2)
+		h2_ready(k->h2, p, n);
+}
+
+static int64_t
+h2_next(struct kh2 *h)
+{
 	struct h2conn *c;
 	struct kreq *r;
 	int64_t t = -1, d;
 
-	if (h == NULL)
-		return -1;
 	if ((r = h->run_head) != NULL && r->timeout_ms > 0)
 		t = r->start_ns + (int64_t)r->timeout_ms * 1000000;
 	for (c = h->conns; c; c = c->next)
@@ -1013,6 +1076,12 @@ kube_h2_next(struct rs_kube *k)
 	    (t < 0 || d < t))
 		t = d;
 	return t;
+}
+
+int64_t
+kube_h2_next(struct rs_kube *k)
+{
+	return k->h2 ? h2_next(k->h2) : -1;
 }
 
 struct kreq *
@@ -1036,6 +1105,120 @@ kube_h2_drop(struct rs_kube *k)
 	while ((r = h->run_head) != NULL) {
 		stream_detach(r);
 		finish(h, r, CURLE_ABORTED_BY_CALLBACK, r->h2_headers);
+	}
+}
+
+/* ---- a blocking stream (rs-watch's watches) on a connection of its
+ * caller's own: kube_perform's slot keeps it between calls, one thread at
+ * a time, as libcurl's slot keeps its connection. Such a connection asks
+ * no gate (a write's fence is the asynchronous requests'). */
+
+#define H2_BLOCK_FDS 8
+
+static struct kh2 *
+h2_borrow(const struct kh2 *o)
+{
+	struct kh2 *h = calloc(1, sizeof *h);
+
+	if (h == NULL)
+		return NULL;
+	h->k = o->k;
+	h->ctx = o->ctx;
+	h->cbs = o->cbs;
+	h->host = o->host;
+	h->port = o->port;
+	h->authority = o->authority;
+	h->vname = o->vname;
+	h->vname_ip = o->vname_ip;
+	h->borrowed = 1;
+	return h;
+}
+
+/* Waits at most ms for h's connections, and works on what came. */
+static void
+h2_poll(struct kh2 *h, int ms)
+{
+	struct pollfd p[H2_BLOCK_FDS];
+	int n = h2_fds(h, p, H2_BLOCK_FDS);
+
+	if (n > H2_BLOCK_FDS)
+		n = H2_BLOCK_FDS;
+	if (poll(p, (nfds_t)n, ms) > 0)
+		h2_ready(h, p, n);
+}
+
+/* r, stopped by its caller, leaves every list; its stream is reset. */
+static void
+h2_cancel(struct kh2 *h, struct kreq *r)
+{
+	struct h2conn *c = r->h2c;
+
+	if (c != NULL) {
+		stream_detach(r);
+		conn_send(c);
+	} else {
+		kfifo_remove(&h->wait, r);
+	}
+	run_unlink(h, r);
+}
+
+/* The poll's timeout: the next deadline, and at most 100 ms when r->stop
+ * is to be looked at (as libcurl's slot does), else a second. */
+static int
+h2_wait_ms(struct kh2 *h, const struct kreq *r, int64_t now)
+{
+	int64_t t = h2_next(h), ms = r->stop ? 100 : 1000;
+
+	if (t >= 0 && t - now < ms * 1000000)
+		ms = t <= now ? 0 : (t - now) / 1000000 + 1;
+	return (int)ms;
+}
+
+int
+kube_h2_streams(const struct rs_kube *k, const struct kreq *r)
+{
+	return k->h2 != NULL && r->fn != NULL && !r->async &&
+	    !__atomic_load_n(&k->h2_streams_off, __ATOMIC_RELAXED);
+}
+
+rs_code
+kube_h2_stream(struct rs_kube *k, struct kh2 **hp, struct kreq *r,
+    int *stopped)
+{
+	struct kh2 *h = *hp;
+	unsigned long lines;
+	int64_t now;
+	rs_code rc;
+
+	*stopped = 0;
+	r->h2_curl = 1;
+	if (h == NULL && (h = *hp = h2_borrow(k->h2)) == NULL)
+		return RS_OK;
+	/* what came on its connections while no stream was on them (a
+	 * GOAWAY, a close, a PING, a handshake's end) first */
+	h2_poll(h, 0);
+	if (h->off)
+		return RS_OK;
+	r->h2_curl = 0;
+	if ((rc = h2_start(h, r)) != RS_OK) {
+		if (rc == RS_EAGAIN)
+			r->h2_curl = 1;
+		return rc == RS_EAGAIN ? RS_OK : rc;
+	}
+	for (;;) {
+		now = rs_mono_ns();
+		h2_pump(h, now);
+		if (kfifo_pop(&h->done) != NULL)   /* r: the only one */
+			return RS_OK;
+		if (r->stop && *r->stop) {
+			h2_cancel(h, r);
+			*stopped = 1;
+			return RS_OK;
+		}
+		lines = r->lines;
+		h2_poll(h, h2_wait_ms(h, r, now));
+		if (r->batch && r->lines != lines)
+			kreq_batch_idle(r, r->h2c != NULL);
 	}
 }
 
@@ -1248,6 +1431,7 @@ kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
 	if (h == NULL)
 		return;
 	h->k = k;
+	h->gated = 1;
 	why = "out of memory";
 	if (!names(h, c) || (h->cbs = callbacks()) == NULL ||
 	    (h->ctx = ctx_new(c, &why)) == NULL) {
@@ -1264,10 +1448,9 @@ kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
 	    OpenSSL_version(OPENSSL_VERSION));
 }
 
-void
-kube_h2_free(struct rs_kube *k)
+static void
+h2_free(struct kh2 *h)
 {
-	struct kh2 *h = k->h2;
 	struct h2conn *c;
 
 	if (h == NULL)
@@ -1275,6 +1458,10 @@ kube_h2_free(struct rs_kube *k)
 	while ((c = h->conns) != NULL) {
 		h->conns = c->next;
 		conn_free(c);
+	}
+	if (h->borrowed) {
+		free(h);
+		return;
 	}
 	if (h->cbs)
 		nghttp2_session_callbacks_del(h->cbs);
@@ -1284,5 +1471,17 @@ kube_h2_free(struct rs_kube *k)
 	free(h->authority);
 	free(h->vname);
 	free(h);
+}
+
+void
+kube_h2_free(struct rs_kube *k)
+{
+	h2_free(k->h2);
 	k->h2 = NULL;
+}
+
+void
+kube_h2_close(struct kh2 *h)
+{
+	h2_free(h);
 }

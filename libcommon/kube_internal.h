@@ -30,6 +30,8 @@ struct kh2;
 struct kslot {
 	CURL *easy;
 	CURLM *multi;
+	struct kh2 *h2;               /* its streams' own HTTP/2 connection
+	                                 (kube_h2_stream), or NULL */
 	struct kslot *next;
 };
 
@@ -89,6 +91,9 @@ struct rs_kube {
 	struct kh2 *h2;               /* the asynchronous requests' own
 	                                 HTTP/2 connections, or NULL: all on
 	                                 libcurl */
+	int h2_streams_off;           /* a blocking stream found the direct
+	                                 client unfit: streams on libcurl
+	                                 (atomic: every thread's slots) */
 };
 
 /* One request and its response, in any of the three interfaces. */
@@ -139,6 +144,7 @@ struct kreq {
 	int h2_again;                 /* streams it had that never reached
 	                                 the server */
 	CURLcode h2_cc;               /* how it ended, in libcurl's terms */
+	char h2_ctype[128];           /* the answer's Content-Type */
 };
 
 /* kube.c */
@@ -159,6 +165,12 @@ rs_code kreq_finish(struct kreq *r, CURLcode cc);
 rs_code kreq_end(struct kreq *r, CURLcode cc);
 /* Appends an answer's bytes to the response (code: its status). */
 size_t kreq_body(struct kreq *r, long code, const char *p, size_t len);
+/* An answer's bytes, to a stream's lines (a 2xx answer to a stream) or
+ * to the response. */
+size_t kreq_data(struct kreq *r, long code, const char *p, size_t len);
+/* A stream's lines came in a pass: its batch's idle callback, and in a
+ * storm a pause (running: the stream goes on). */
+void kreq_batch_idle(struct kreq *r, int running);
 /* Forgets the response of a first attempt before a retry. */
 void kreq_reset(struct kreq *r);
 void kreq_release(struct kreq *r);
@@ -202,6 +214,18 @@ struct kreq *kube_h2_done(struct rs_kube *k);
 /* Every request, finished or not, handed out by kube_h2_done, unsent
  * ones first closed: rs_kube_free and kube_multi_drop free them. */
 void kube_h2_drop(struct rs_kube *k);
+/* Whether r, a blocking stream (a watch), goes on an HTTP/2 connection of
+ * its own (k->h2 set up: the server and credentials allow it). */
+int kube_h2_streams(const struct rs_kube *k, const struct kreq *r);
+/* Runs r to its end on *hp, a connection set of the caller's own, made
+ * on first use and kept for the next call; no gate is asked. RS_OK with
+ * r->h2_cc and resp set, or with *stopped (r->stop), or with r->h2_curl
+ * (libcurl must carry it: h2 turned off, or no memory for the set); else
+ * credentials failed. */
+rs_code kube_h2_stream(struct rs_kube *k, struct kh2 **hp, struct kreq *r,
+    int *stopped);
+/* Closes the connections of h, a set kube_h2_stream made, and frees it. */
+void kube_h2_close(struct kh2 *h);
 
 /* kube_stream.c: the write callback's line splitter. */
 size_t kube_stream_data(struct kreq *r, const char *p, size_t n);

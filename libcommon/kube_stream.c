@@ -96,7 +96,10 @@ frames_checked(struct kreq *r)
 
 	if (r->lines > 0 || r->line_len > 0)
 		return 0;
-	curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
+	if (r->h2c != NULL)     /* on a connection of kube_h2.c's */
+		ct = r->h2_ctype[0] ? r->h2_ctype : NULL;
+	else
+		curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ct);
 	if (ct && strncmp(ct, RS_KUBE_PROTOBUF, strlen(RS_KUBE_PROTOBUF)) == 0)
 		return 0;
 	snprintf(r->resp.status.message, sizeof r->resp.status.message,
@@ -146,6 +149,10 @@ kube_stream_data(struct kreq *r, const char *p, size_t n)
 {
 	const char *end = p + n, *nl;
 
+	/* the rest of a read that came with the stop: what follows the line
+	 * handed out last is no longer whole */
+	if (r->stop && *r->stop)
+		return n;
 	if (r->framed)
 		return frames_data(r, p, n);
 	while (p < end) {

@@ -80,7 +80,7 @@ USAGE
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
 enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH,
-	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS, OPT_HTTP };
+	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
@@ -91,7 +91,6 @@ static const struct option own_opts[] = {
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "max-in-flight", required_argument, NULL, OPT_INFLIGHT },
 	{ "streams", required_argument, NULL, OPT_STREAMS },
-	{ "http-client", required_argument, NULL, OPT_HTTP },
 	{ "fence", required_argument, NULL, OPT_FENCE },
 	{ "shards", required_argument, NULL, OPT_SHARDS },
 	{ "help", no_argument, NULL, 'h' },
@@ -124,7 +123,8 @@ static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
 	struct option *longopts = rs_flags_longopts(own_opts,
-	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE | RS_FLAGS_GATES);
+	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE | RS_FLAGS_GATES |
+	    RS_FLAGS_HTTP);
 	int c;
 
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
@@ -148,15 +148,6 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_STREAMS:
 			f->cf.kopts.streams = (int)rs_flag_long(optarg, 1,
 			    65536, "--streams");
-			break;
-		case OPT_HTTP:
-			if (strcmp(optarg, "direct") == 0)
-				f->cf.kopts.http_client = RS_KUBE_HTTP_DIRECT;
-			else if (strcmp(optarg, "curl") == 0)
-				f->cf.kopts.http_client = RS_KUBE_HTTP_CURL;
-			else
-				rs_flag_fail("--http-client: '%s' is neither "
-				    "direct nor curl", optarg);
 			break;
 		case OPT_FENCE: f->fence = optarg; break;
 		case OPT_SHARDS:

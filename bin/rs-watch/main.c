@@ -82,6 +82,9 @@ USAGE
 "      --master URL         API server URL, overriding the kubeconfig\n"
 "      --kube-api-qps Q     client-side request rate (default 50)\n"
 "      --kube-api-burst N   client-side burst (default 100)\n"
+"      --http-client C      direct (default): watches on HTTP/2 straight on\n"
+"                           libnghttp2 and OpenSSL where they can (https, no\n"
+"                           proxy); curl: libcurl for every request\n"
 "  -v, --v N                log verbosity: 1 lists and relists, 2 watches,\n"
 "                           4 requests\n"
 "      --log-format F       text (default) or json\n"
@@ -169,7 +172,7 @@ static void
 parse_flags(int argc, char **argv, struct flags *f)
 {
 	struct option *longopts = rs_flags_longopts(own_opts,
-	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE);
+	    RS_FLAGS_LOG | RS_FLAGS_API | RS_FLAGS_RATE | RS_FLAGS_HTTP);
 	int c;
 
 	while ((c = getopt_long(argc, argv, "n:l:v:h", longopts, NULL)) != -1) {
@@ -329,7 +332,8 @@ main(int argc, char **argv)
 		    .bo_reset = 120000000000LL, .batch_ms = 0,
 		    .max_line = RS_LINE_MAX_DEFAULT },
 		.cf.kopts = { .qps = 50, .burst = 100, .timeout_ms = 120000,
-		    .user_agent = "rs-watch/0.1" },
+		    .user_agent = "rs-watch/0.1",
+		    .http_client = RS_KUBE_HTTP_DIRECT },
 	};
 	struct rs_kube_config *cfg;
 	struct reflector *rf;

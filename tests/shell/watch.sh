@@ -399,6 +399,30 @@ test_burst_then_silence_all_arrive() {
   assertEquals "DELETED within 15 s" 120 "$(grep -c '"type":"DELETED"' "$OUT")"
 }
 
+# A HUP stops the watch to print its snapshot, often in the middle of a
+# read that holds more events (the server writes a burst at once, and its
+# DATA frames do not end where events do): what follows the last event
+# handed out is dropped, not read as the start of the next frame. rs-watch
+# lives through a HUP every 50 ms while 300 pods come, prints no error,
+# and its stream ends equal to the server.
+test_hup_during_a_burst() {
+  need_cluster || return
+  ns=$(new_ns whup)
+  rs_bg rs-watch -v 2 --protobuf -n "$ns" pods >"$OUT" 2>"$OUT.log"
+  w=$!
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 1"
+  mkpods "$ns" 300 &
+  b=$!
+  while kill -0 "$b" 2>/dev/null; do kill -HUP "$w"; sleep 0.05; done
+  wait "$b" || fail "300 pods created"
+  kill -HUP "$w"
+  assertTrue "still running" "kill -0 $w"
+  assertTrue "snapshots printed" "[ $(synced_count "$OUT") -ge 3 ]"
+  assertTrue "the stream equals the server" "wait_for 30 same_state $OUT $ns"
+  assertEquals "no error logged" "" \
+    "$(grep -E 'not protobuf|larger than|not a pod|warning|error' "$OUT.log" | head -3)"
+}
+
 # Changes go on while the apiserver is stopped and started: rs-watch
 # retries, resumes or relists, and the stream applied in order gives
 # exactly what the server has.
@@ -776,6 +800,67 @@ test_server_timeout_reconnects_at_once() {
   assertTrue "watches ended by the server" "[ $(grep -c 'watch of pods ended after' "$OUT.log") -ge 2 ]"
   assertEquals "no backoff" 0 "$(grep -c 'retrying in' "$OUT.log")"
   assertTrue "timeoutSeconds of 2 to 4 s" "grep -Eq 'watching pods from resourceVersion [0-9]+ for [234] s' $OUT.log"
+}
+
+# rs-watch's watches go on HTTP/2 connections of their own (libnghttp2 over
+# OpenSSL, --http-client direct, the default), each kept for the next
+# watch: with the server ending each watch after a second, the two resources'
+# watches come on at most two connections in all. --http-client curl, and a
+# proxy in the environment (no_proxy names the server, so it is not used),
+# leave them to libcurl. Each way the same pods arrive.
+test_watches_on_direct_http2() {
+  need_cluster || return
+  ns=$(new_ns wdirect)
+  rs_bg rs-watch -v 4 --watch-timeout 1s --protobuf -n "$ns" pods replicasets >"$OUT" 2>"$OUT.log"
+  rs_bg rs-watch -v 4 --http-client curl -n "$ns" pods >"$OUT.curl" 2>"$OUT.curl.log"
+  rs_bg env HTTPS_PROXY=http://127.0.0.1:1 NO_PROXY=127.0.0.1 no_proxy=127.0.0.1 \
+    rs-watch -v 4 -n "$ns" pods >"$OUT.proxy" 2>"$OUT.proxy.log"
+  assertTrue "SYNCED (direct)" "wait_for 20 synced_n $OUT 2"
+  for f in "$OUT.curl" "$OUT.proxy"; do
+    assertTrue "SYNCED: $f" "wait_for 20 synced_n $f 1"
+  done
+  for i in 1 2 3 4 5; do pod "$ns" d$i; sleep 1; done
+  for f in "$OUT" "$OUT.curl" "$OUT.proxy"; do
+    assertTrue "five pods: $f" "wait_for 20 added_is $f 5"
+  done
+  grep -q 'API requests to https://.* on direct HTTP/2 (libnghttp2' "$OUT.log" ||
+    fail "the watches not direct: $(head -3 "$OUT.log")"
+  watches=$(grep -c 'watch of .* ended after' "$OUT.log")
+  ups=$(grep -c 'HTTP/2 connection to https://.* up$' "$OUT.log")
+  [ "$watches" -ge 4 ] || fail "only $watches watches ended by the server"
+  [ "$ups" -ge 1 ] && [ "$ups" -le 2 ] ||
+    fail "$ups connections up for $watches watches: not kept between watches"
+  grep -q 'on libcurl' "$OUT.log" && fail "fell back to libcurl: $(grep 'on libcurl' "$OUT.log")"
+  grep -q 'HTTP/2' "$OUT.curl.log" && fail "--http-client curl went direct: $(grep HTTP/2 "$OUT.curl.log")"
+  grep -q 'on libcurl, not direct HTTP/2: a proxy is set in the environment' "$OUT.proxy.log" ||
+    fail "a proxy set, and no word of libcurl: $(head -3 "$OUT.proxy.log")"
+  grep -q 'HTTP/2 connection' "$OUT.proxy.log" && fail "a proxy set, and the watch went direct"
+  return 0
+}
+
+# A server without HTTP/2 (kube-apiserver --disable-http2-serving): the
+# first watches find it out at their handshake (ALPN) and every thread's
+# watches go on libcurl from then on, as -v 1 says; none is lost or
+# printed twice for the switch, and no later watch dials directly again.
+test_watches_fall_back_without_http2() {
+  need_cluster || return
+  cluster_of_our_own "$TMP/h1" RS_TEST_APISERVER_FLAGS=--disable-http2-serving || return
+  local -x KUBECONFIG=$TMP/h1/kubeconfig
+  ns=$(new_ns wh1)
+  rs_bg rs-watch -v 4 --watch-timeout 1s --protobuf -n "$ns" pods replicasets >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 2"
+  for i in 1 2 3 4 5; do pod "$ns" h$i; sleep 1; done
+  assertTrue "five pods" "wait_for 20 added_is $OUT 5"
+  assertEquals "each pod once" 5 "$(jq -r 'select(.type == "ADDED") | .object.metadata.name' "$OUT" | sort -u | wc -l)"
+  grep -q 'API streams to https://.* on libcurl from now on: the server does not offer HTTP/2 (ALPN)' "$OUT.log" ||
+    fail "no word of the switch: $(grep -i 'http/2\|libcurl' "$OUT.log" | head -3)"
+  watches=$(grep -c 'watch of .* ended after' "$OUT.log")
+  dials=$(grep -c 'HTTP/2: dialling' "$OUT.log")
+  [ "$watches" -ge 4 ] || fail "only $watches watches ended by the server"
+  [ "$dials" -le 2 ] || fail "$dials direct dials for $watches watches: the switch did not hold"
+  grep -q 'HTTP/2 connection to .* up' "$OUT.log" && fail "a direct connection came up"
+  "$top/tests/env/cluster" down "$TMP/h1" >/dev/null 2>&1
+  return 0
 }
 
 # 403 is retried with a clear warning (as a reflector does), and the list
