@@ -91,10 +91,9 @@ struct kh2 {
 	struct kfifo done;
 	int64_t redial_at;
 	int off;                         /* libcurl for good */
-	int gated;                       /* the gate is asked (rs_kube_run's
-	                                    requests; not a blocking stream) */
 	int borrowed;                    /* ctx, cbs and the names are
-	                                    another's (kube_h2_stream's) */
+	                                    another's (kube_h2_stream's set,
+	                                    which asks no gate) */
 };
 
 static void
@@ -819,7 +818,7 @@ conn_fill(struct h2conn *c)
 	long room = conn_room(c);
 
 	while (room > 0 && (r = kfifo_pop(&h->wait)) != NULL) {
-		if (h->gated && k->gate && !k->gate(k->gate_arg, r->method,
+		if (!h->borrowed && k->gate && !k->gate(k->gate_arg, r->method,
 		    r->path, r->resp.status.message,
 		    sizeof r->resp.status.message)) {
 			r->cb_rc = RS_EREFUSED;
@@ -1431,7 +1430,6 @@ kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
 	if (h == NULL)
 		return;
 	h->k = k;
-	h->gated = 1;
 	why = "out of memory";
 	if (!names(h, c) || (h->cbs = callbacks()) == NULL ||
 	    (h->ctx = ctx_new(c, &why)) == NULL) {
