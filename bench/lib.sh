@@ -175,8 +175,10 @@ same_value() { [ "$1" = "$2" ]; }
 pidexec() { echo "$BASHPID" > "$1"; shift; exec "$@"; }
 
 # start_ours DIR QPS BURST: the pipeline as rs-pipeline runs it (rs-watch
-# --protobuf; RS_BENCH_WATCH_WIRE= for pods in JSON, as builds before
-# --protobuf read them), with RS_BENCH_{WATCH,SYNC,APPLY}_FLAGS added.
+# --protobuf --batch 20ms; RS_BENCH_WATCH_WIRE= for pods in JSON, as builds
+# before --protobuf read them; RS_BENCH_WATCH_FLAGS="--batch 0" never
+# gathers, as builds before 2026-12-07 ran), with
+# RS_BENCH_{WATCH,SYNC,APPLY}_FLAGS added.
 start_ours() {  # DIR QPS BURST
   local d=$1 q=$2 b=$3
   mkdir -m 0700 "$d/state"
@@ -187,7 +189,7 @@ start_ours() {  # DIR QPS BURST
   for _ in $(seq 1 100); do [ -s "$d/queue.ready" ] && break; sleep 0.05; done
   [ -s "$d/queue.ready" ] || die "rs-queue did not start (log: $d/queue.log)"
   { pidexec "$d/watch.pid" "$RSBIN/rs-watch" ${RS_BENCH_WATCH_WIRE---protobuf} --kubeconfig "${ctl_kubeconfig:-$cluster/kubeconfig}" \
-      --kube-api-qps "$q" --kube-api-burst "$b" ${RS_BENCH_WATCH_FLAGS:-} \
+      --kube-api-qps "$q" --kube-api-burst "$b" --batch 20ms ${RS_BENCH_WATCH_FLAGS:-} \
       replicasets pods 2>"$d/watch.log" |
     pidexec "$d/sync.pid" "$RSBIN/rs-sync" ${RS_BENCH_SYNC_FLAGS:-} 2>"$d/sync.log" |
     pidexec "$d/apply.pid" "$RSBIN/rs-apply" --kubeconfig "${ctl_kubeconfig:-$cluster/kubeconfig}" \

@@ -794,8 +794,7 @@ kreq_batch_idle(struct kreq *r, int running)
 	struct timespec ts = { window / 1000000000, window % 1000000000 };
 	int storm = r->batch_last > 0 && now - r->batch_last < window;
 
-	r->batch->idle(r->fn_arg);
-	if (running && storm) {
+	if (r->batch->idle(r->fn_arg) && running && storm) {
 		nanosleep(&ts, NULL);
 		now = rs_mono_ns();
 	}

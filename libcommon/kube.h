@@ -144,9 +144,10 @@ typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
  * then waits settle_ms, so that each read brings several lines: fewer,
  * larger writes downstream. The first lines after a quiet spell are never
  * held: a lone event costs no latency, the last of a storm settle_ms at
- * most. */
+ * most. idle returns 0 where waiting would gain nothing (a streaming list,
+ * whose lines are not written as they come): reading goes on at once. */
 struct rs_kube_batch {
-	void (*idle)(void *arg);
+	int (*idle)(void *arg);
 	long settle_ms;
 };
 rs_code rs_kube_stream(struct rs_kube *k, const char *path, long timeout_ms,

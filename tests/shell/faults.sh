@@ -71,7 +71,7 @@ pipeline_loop() {
         "$top/service/rs-pipeline" 2>>"$_pd/pipeline.log" &
     else
       KUBECONFIG=$2 RS_STATE_DIR=$_pd/state bash -c \
-        "rs-watch -v 1 $WATCH_FLAGS replicasets pods 2>>'$_pd/pipeline.log' |
+        "rs-watch -v 1 --batch 20ms $WATCH_FLAGS replicasets pods 2>>'$_pd/pipeline.log' |
          rs-sync -v 2 2>>'$_pd/pipeline.log' |
          rs-apply -v 2 $APPLY_FLAGS 2>>'$_pd/pipeline.log'" &
     fi

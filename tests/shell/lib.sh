@@ -186,7 +186,8 @@ oneTimeTearDown() {
 # pipeline rs-watch | rs-sync | rs-apply, logs and intents in $TMP. A second
 # rs-watch records every pod event in $TMP/pods.ndjson (see pod_adds).
 # RS_RELAY, when set, is a command put between rs-watch and rs-sync. The
-# pipeline's rs-watch reads pods in protobuf, as rs-pipeline's does.
+# pipeline's rs-watch reads pods in protobuf and gathers a storm's events
+# for 20 ms, as rs-pipeline's does.
 # With RS_TEST_INSTANCES=N (N > 1), N sharded instances instead
 # (start_instances), the same recorder beside them.
 start_controller() {
@@ -203,7 +204,7 @@ start_controller() {
   # a process group of its own, so that stop_controller stops every stage
   TMP=$TMP RS_WATCH_FLAGS=${RS_WATCH_FLAGS:-} RS_RESOURCES=${RS_RESOURCES:-replicasets pods} \
   RS_SYNC_FLAGS=${RS_SYNC_FLAGS:-} RS_RELAY=${RS_RELAY:-} setsid bash -c '
-    eval "rs-watch --protobuf \$RS_WATCH_FLAGS \$RS_RESOURCES 2>\"\$TMP/watch.log\" ${RS_RELAY:+| $RS_RELAY} |
+    eval "rs-watch --protobuf --batch 20ms \$RS_WATCH_FLAGS \$RS_RESOURCES 2>\"\$TMP/watch.log\" ${RS_RELAY:+| $RS_RELAY} |
     rs-sync -v 2 \$RS_SYNC_FLAGS 2>\"\$TMP/sync.log\" | tee \"\$TMP/intents.ndjson\" |
     rs-apply -v 2 \"\$@\" 2>\"\$TMP/apply.log\""' rs-pipeline "$@" &
   RS_PIPELINE=$!
