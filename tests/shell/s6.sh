@@ -102,6 +102,23 @@ test_stages_run_as_sched_batch() {
   done
 }
 
+# rs-pipeline runs rs-watch with --batch 20ms (a storm's events gathered,
+# bench/results/cpu.md section 14), before RS_WATCH_FLAGS, which may set it
+# again; the batch itself is watch.sh's test_batched_events_all_written.
+test_pipeline_watch_gathers_storms() {
+  need_cluster || return
+  local pids args
+  assertTrue "pipeline up" "wait_for 20 pipeline_pids"
+  pids=$(pipeline_pids) || return
+  set -- $pids
+  args=$(tr '\0' ' ' <"/proc/$2/cmdline")
+  assertContains "rs-watch's arguments" "$args" "--batch 20ms"
+  case $args in
+  *"--batch 20ms"*"$(cat "$SCAN/rs-pipeline/env/RS_WATCH_FLAGS" 2>/dev/null)"*) ;;
+  *) fail "--batch 20ms before RS_WATCH_FLAGS: $args" ;;
+  esac
+}
+
 # kill_during_scale_up STAGE: a ReplicaSet of $REPLICAS; STAGE SIGKILLed once
 # a random number of its pods exist; then the checks.
 kill_during_scale_up() {
