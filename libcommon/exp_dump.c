@@ -85,9 +85,7 @@ rs_exp_get(struct rs_exp *e, const char *key, struct rs_exp_record *out)
 	rs_code rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, MDB_RDONLY)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, MDB_RDONLY, key, &k)) != RS_OK)
 		return rc;
 	if ((rc = exp_load(&x, &k, &v)) == RS_OK)
 		rc = record_copy(&x, &k, &v, exp_now(), out);

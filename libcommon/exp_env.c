@@ -255,6 +255,17 @@ exp_tx_begin(struct rs_exp *e, struct tx *x, unsigned flags)
 	return exp_tx_begin_sized(e, x, flags, 0);
 }
 
+/* A transaction on key's records, the key checked first (exp_key_val): a
+ * key no record can have leaves no transaction to end. */
+rs_code
+exp_tx_begin_key(struct rs_exp *e, struct tx *x, unsigned flags,
+    const char *key, MDB_val *k)
+{
+	rs_code rc = exp_key_val(key, k);
+
+	return rc != RS_OK ? rc : exp_tx_begin(e, x, flags);
+}
+
 /* Commits when rc is RS_OK and something changed, else aborts; then says
  * what was held back. */
 rs_code

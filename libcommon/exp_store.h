@@ -86,6 +86,8 @@ rs_code exp_mdb_code(struct rs_exp *e, struct tx *x, int err);
 rs_code exp_tx_begin_sized(struct rs_exp *e, struct tx *x, unsigned flags,
     uint64_t extra);
 rs_code exp_tx_begin(struct rs_exp *e, struct tx *x, unsigned flags);
+rs_code exp_tx_begin_key(struct rs_exp *e, struct tx *x, unsigned flags,
+    const char *key, MDB_val *k);
 rs_code exp_tx_end(struct tx *x, rs_code rc);
 void exp_reader_end(struct tx *x);
 void exp_wrote(struct tx *x);

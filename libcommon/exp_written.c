@@ -167,9 +167,7 @@ rs_exp_written(struct rs_exp *e, const char *key, struct rs_exp_written *out)
 	rs_code rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, MDB_RDONLY)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, MDB_RDONLY, key, &k)) != RS_OK)
 		return rc;
 	if ((rc = wr_load(&x, &k, out)) != RS_OK)
 		memset(out, 0, sizeof *out);
@@ -185,9 +183,7 @@ clear_written_once(struct rs_exp *e, const char *key, const char *uid)
 	MDB_val k;
 	rs_code rc;
 
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, 0)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, 0, key, &k)) != RS_OK)
 		return rc;
 	rc = wr_load(&x, &k, &v);
 	/* a damaged record is dropped whatever its uid */

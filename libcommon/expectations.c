@@ -53,9 +53,7 @@ set_counts(struct rs_exp *e, const char *key, int64_t add, int64_t dels)
 	MDB_val k;
 	rs_code rc;
 
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, 0)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, 0, key, &k)) != RS_OK)
 		return rc;
 	return exp_tx_end(&x, exp_store(&x, &k, &v));
 }
@@ -126,9 +124,7 @@ lower_once(struct rs_exp *e, const char *key, int64_t n)
 
 	if (n < 0)
 		return RS_EUSAGE;
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, 0)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, 0, key, &k)) != RS_OK)
 		return rc;
 	if ((rc = exp_load(&x, &k, &v)) == RS_OK) {
 		v.add = (int64_t)((uint64_t)v.add - (uint64_t)n);
@@ -199,9 +195,7 @@ rs_exp_satisfied(struct rs_exp *e, const char *key, int *ok,
 	*ok = 1;
 	if (why)
 		*why = w;
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, MDB_RDONLY)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, MDB_RDONLY, key, &k)) != RS_OK)
 		return rc;
 	if ((rc = exp_load(&x, &k, &v)) == RS_OK)
 		w = exp_judge(&v, exp_now());
@@ -221,9 +215,7 @@ delete_once(struct rs_exp *e, const char *key)
 	MDB_val k;
 	rs_code rc, rc2;
 
-	if ((rc = exp_key_val(key, &k)) != RS_OK)
-		return rc;
-	if ((rc = exp_tx_begin(e, &x, 0)) != RS_OK)
+	if ((rc = exp_tx_begin_key(e, &x, 0, key, &k)) != RS_OK)
 		return rc;
 	rc = exp_del(&x, e->expect, &k, NULL);
 	rc2 = exp_del(&x, e->deleting, &k, NULL);

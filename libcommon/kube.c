@@ -909,24 +909,31 @@ kube_perform(struct rs_kube *k, struct kreq *r)
 	return rc;
 }
 
+rs_code
+kube_call(struct rs_kube *k, struct kreq *r, struct rs_kresp *resp)
+{
+	rs_code rc;
+
+	kube_wait_token(k);
+	rc = kube_perform(k, r);
+	*resp = r->resp;
+	memset(&r->resp, 0, sizeof r->resp);
+	kreq_release(r);
+	return rc;
+}
+
 static rs_code
 kube_do(struct rs_kube *k, const char *method, const char *path,
     const char *ctype, const char *body, size_t body_len, const char *accept,
     struct rs_kresp *resp)
 {
 	struct kreq r;
-	rs_code rc;
 
 	kreq_init(&r, k, method, path, ctype, body, body_len);
 	if (accept)
 		r.accept = accept;
 	r.timeout_ms = k->timeout_ms;
-	kube_wait_token(k);
-	rc = kube_perform(k, &r);
-	*resp = r.resp;
-	memset(&r.resp, 0, sizeof r.resp);
-	kreq_release(&r);
-	return rc;
+	return kube_call(k, &r, resp);
 }
 
 rs_code

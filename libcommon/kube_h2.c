@@ -77,24 +77,35 @@ struct h2conn {
 	struct h2conn *next;
 };
 
-struct kh2 {
-	struct rs_kube *k;
+/* The server as every set of one client reaches it: made with k->h2,
+ * its owner, and freed with it. */
+struct h2server {
 	SSL_CTX *ctx;
 	nghttp2_session_callbacks *cbs;
 	char *host, *port;               /* dialled (no brackets) */
 	char *authority;                 /* :authority, as libcurl's Host */
 	char *vname;                     /* SNI and the certificate's name */
 	int vname_ip;
+};
+
+struct kh2 {
+	struct rs_kube *k;
+	struct h2server *srv;            /* k->h2's */
 	struct h2conn *conns;
 	struct kfifo wait;                    /* no stream yet */
 	struct kreq *run_head, *run_tail;     /* all taken, by start */
 	struct kfifo done;
 	int64_t redial_at;
 	int off;                         /* libcurl for good */
-	int borrowed;                    /* ctx, cbs and the names are
-	                                    another's (kube_h2_stream's set,
-	                                    which asks no gate) */
 };
+
+/* A blocking stream's set (kube_h2_stream's), which asks no gate, not
+ * the asynchronous requests' k->h2. */
+static int
+borrowed(const struct kh2 *h)
+{
+	return h != h->k->h2;
+}
 
 static void
 err_say(struct kreq *r, const char *fmt, ...)
@@ -532,7 +543,7 @@ conn_settings(struct h2conn *c)
 	nghttp2_settings_entry iv[] = {
 		{ NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
 		{ NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
-		    c->h->borrowed ? H2_WINDOW : 1 << 20 },
+		    borrowed(c->h) ? H2_WINDOW : 1 << 20 },
 	};
 
 	nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv,
@@ -590,7 +601,7 @@ conn_tls(struct h2conn *c)
 		conn_die(c, CURLE_HTTP2, "the server does not offer HTTP/2");
 		return -1;
 	}
-	if (nghttp2_session_client_new(&c->sess, h->cbs, c) != 0) {
+	if (nghttp2_session_client_new(&c->sess, h->srv->cbs, c) != 0) {
 		conn_die(c, CURLE_OUT_OF_MEMORY, "out of memory");
 		return -1;
 	}
@@ -638,7 +649,8 @@ conn_connect(struct h2conn *c)
 		err = errno;
 	}
 	snprintf(why, sizeof why, "Failed to connect to %s port %s: %s",
-	    c->h->host, c->h->port, strerror(err ? err : ECONNREFUSED));
+	    c->h->srv->host, c->h->srv->port,
+	    strerror(err ? err : ECONNREFUSED));
 	conn_die(c, CURLE_COULDNT_CONNECT, why);
 	return -1;
 }
@@ -646,23 +658,23 @@ conn_connect(struct h2conn *c)
 static int
 conn_ssl(struct h2conn *c)
 {
-	struct kh2 *h = c->h;
+	const struct h2server *s = c->h->srv;
 	X509_VERIFY_PARAM *vp;
 
-	c->ssl = SSL_new(h->ctx);
+	c->ssl = SSL_new(s->ctx);
 	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1)
 		return -1;
 	SSL_set_connect_state(c->ssl);
-	if (!h->vname_ip &&
-	    SSL_set_tlsext_host_name(c->ssl, h->vname) != 1)
+	if (!s->vname_ip &&
+	    SSL_set_tlsext_host_name(c->ssl, s->vname) != 1)
 		return -1;
-	if (h->k->cfg->insecure)
+	if (c->h->k->cfg->insecure)
 		return 0;
 	vp = SSL_get0_param(c->ssl);
 	X509_VERIFY_PARAM_set_hostflags(vp,
 	    X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	return (h->vname_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, h->vname) :
-	    X509_VERIFY_PARAM_set1_host(vp, h->vname, 0)) == 1 ? 0 : -1;
+	return (s->vname_ip ? X509_VERIFY_PARAM_set1_ip_asc(vp, s->vname) :
+	    X509_VERIFY_PARAM_set1_host(vp, s->vname, 0)) == 1 ? 0 : -1;
 }
 
 /* The TCP connect ended (writable or an error). */
@@ -682,7 +694,7 @@ conn_connected(struct h2conn *c)
 			char why[300];
 
 			snprintf(why, sizeof why, "Failed to connect to %s "
-			    "port %s: %s", c->h->host, c->h->port,
+			    "port %s: %s", c->h->srv->host, c->h->srv->port,
 			    strerror(err));
 			conn_die(c, CURLE_COULDNT_CONNECT, why);
 			return -1;
@@ -720,14 +732,14 @@ conn_dial(struct kh2 *h, int64_t now)
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
-	if ((e = getaddrinfo(h->host, h->port, &hints, &ai)) != 0) {
+	if ((e = getaddrinfo(h->srv->host, h->srv->port, &hints, &ai)) != 0) {
 		snprintf(why, sizeof why, "Could not resolve host: %s (%s)",
-		    h->host, gai_strerror(e));
+		    h->srv->host, gai_strerror(e));
 		conn_die(c, CURLE_COULDNT_RESOLVE_HOST, why);
 		return;
 	}
 	c->ai = c->ai_next = ai;
-	rs_info(4, "HTTP/2: dialling %s port %s", h->host, h->port);
+	rs_info(4, "HTTP/2: dialling %s port %s", h->srv->host, h->srv->port);
 	conn_connect(c);
 }
 
@@ -760,7 +772,7 @@ stream_open(struct h2conn *c, struct kreq *r)
 	NV(":method", r->method, strlen(r->method), 0);
 	NV(":path", r->path, strlen(r->path), 0);
 	NV(":scheme", "https", 5, 0);
-	NV(":authority", h->authority, strlen(h->authority), 0);
+	NV(":authority", h->srv->authority, strlen(h->srv->authority), 0);
 	NV("user-agent", h->k->user_agent, strlen(h->k->user_agent), 0);
 	NV("accept", r->accept, strlen(r->accept), 0);
 	if (is_upload(r)) {
@@ -818,7 +830,7 @@ conn_fill(struct h2conn *c)
 	long room = conn_room(c);
 
 	while (room > 0 && (r = kfifo_pop(&h->wait)) != NULL) {
-		if (!h->borrowed && k->gate && !k->gate(k->gate_arg, r->method,
+		if (!borrowed(h) && k->gate && !k->gate(k->gate_arg, r->method,
 		    r->path, r->resp.status.message,
 		    sizeof r->resp.status.message)) {
 			r->cb_rc = RS_EREFUSED;
@@ -845,7 +857,7 @@ fall_back(struct kh2 *h, const char *why)
 	if (h->off)
 		return;
 	h->off = 1;
-	if (h->borrowed) {      /* kube_h2_stream's: for every thread's */
+	if (borrowed(h)) {      /* kube_h2_stream's: for every thread's */
 		__atomic_store_n(&h->k->h2_streams_off, 1, __ATOMIC_RELAXED);
 		rs_info(1, "API streams to %s on libcurl from now on: %s",
 		    h->k->cfg->server, why);
@@ -1122,14 +1134,7 @@ h2_borrow(const struct kh2 *o)
 	if (h == NULL)
 		return NULL;
 	h->k = o->k;
-	h->ctx = o->ctx;
-	h->cbs = o->cbs;
-	h->host = o->host;
-	h->port = o->port;
-	h->authority = o->authority;
-	h->vname = o->vname;
-	h->vname_ip = o->vname_ip;
-	h->borrowed = 1;
+	h->srv = o->srv;
 	return h;
 }
 
@@ -1362,7 +1367,7 @@ is_ip(const char *s)
  * Host), and the name its certificate must have (tls-server-name, else
  * the host). */
 static int
-names(struct kh2 *h, const struct rs_kube_config *c)
+names(struct h2server *s, const struct rs_kube_config *c)
 {
 	char *host = NULL, *port = NULL, *eport = NULL;
 	CURLU *u = curl_url();
@@ -1377,15 +1382,15 @@ names(struct kh2 *h, const struct rs_kube_config *c)
 		goto out;
 	if (curl_url_get(u, CURLUPART_PORT, &eport, 0) != CURLUE_OK)
 		eport = NULL;
-	h->host = unbracket(host);
-	h->port = strdup(port);
-	if (asprintf(&h->authority, "%s%s%s", host, eport ? ":" : "",
+	s->host = unbracket(host);
+	s->port = strdup(port);
+	if (asprintf(&s->authority, "%s%s%s", host, eport ? ":" : "",
 	    eport ? eport : "") < 0)
-		h->authority = NULL;
-	h->vname = unbracket(c->tls_server_name ? c->tls_server_name : host);
-	ok = h->host && h->port && h->authority && h->vname;
+		s->authority = NULL;
+	s->vname = unbracket(c->tls_server_name ? c->tls_server_name : host);
+	ok = s->host && s->port && s->authority && s->vname;
 	if (ok)
-		h->vname_ip = is_ip(h->vname);
+		s->vname_ip = is_ip(s->vname);
 out:
 	curl_free(host);
 	curl_free(port);
@@ -1412,6 +1417,34 @@ callbacks(void)
 	return cb;
 }
 
+static void
+server_free(struct h2server *s)
+{
+	if (s == NULL)
+		return;
+	if (s->cbs)
+		nghttp2_session_callbacks_del(s->cbs);
+	SSL_CTX_free(s->ctx);
+	free(s->host);
+	free(s->port);
+	free(s->authority);
+	free(s->vname);
+	free(s);
+}
+
+static struct h2server *
+server_new(const struct rs_kube_config *c, const char **why)
+{
+	struct h2server *s = calloc(1, sizeof *s);
+
+	*why = "out of memory";
+	if (s != NULL && names(s, c) && (s->cbs = callbacks()) != NULL &&
+	    (s->ctx = ctx_new(c, why)) != NULL)
+		return s;
+	server_free(s);
+	return NULL;
+}
+
 void
 kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
 {
@@ -1429,25 +1462,22 @@ kube_h2_init(struct rs_kube *k, const struct rs_kube_opts *o)
 	h = calloc(1, sizeof *h);
 	if (h == NULL)
 		return;
-	h->k = k;
-	why = "out of memory";
-	if (!names(h, c) || (h->cbs = callbacks()) == NULL ||
-	    (h->ctx = ctx_new(c, &why)) == NULL) {
+	if ((h->srv = server_new(c, &why)) == NULL) {
 		/* libcurl says it again, request by request */
 		rs_info(1, "API requests to %s on libcurl, not direct HTTP/2: "
 		    "%s", c->server, why);
-		k->h2 = h;
-		kube_h2_free(k);
+		free(h);
 		return;
 	}
+	h->k = k;
 	k->h2 = h;
 	rs_info(1, "API requests to %s on direct HTTP/2 (libnghttp2 %s, %s)",
 	    c->server, nghttp2_version(0)->version_str,
 	    OpenSSL_version(OPENSSL_VERSION));
 }
 
-static void
-h2_free(struct kh2 *h)
+void
+kube_h2_close(struct kh2 *h)
 {
 	struct h2conn *c;
 
@@ -1457,29 +1487,15 @@ h2_free(struct kh2 *h)
 		h->conns = c->next;
 		conn_free(c);
 	}
-	if (h->borrowed) {
-		free(h);
-		return;
-	}
-	if (h->cbs)
-		nghttp2_session_callbacks_del(h->cbs);
-	SSL_CTX_free(h->ctx);
-	free(h->host);
-	free(h->port);
-	free(h->authority);
-	free(h->vname);
+	if (!borrowed(h))
+		server_free(h->srv);
 	free(h);
 }
 
+/* k->h2 last, once every borrowed set is closed: they share its srv. */
 void
 kube_h2_free(struct rs_kube *k)
 {
-	h2_free(k->h2);
+	kube_h2_close(k->h2);
 	k->h2 = NULL;
-}
-
-void
-kube_h2_close(struct kh2 *h)
-{
-	h2_free(h);
 }

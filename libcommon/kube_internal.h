@@ -179,6 +179,9 @@ void kube_wait_token(struct rs_kube *k);
 int64_t kube_reserve(struct rs_kube *k);
 /* Runs r on a pooled slot until done, polling r->stop. */
 rs_code kube_perform(struct rs_kube *k, struct kreq *r);
+/* kube_perform once the bucket gives a token; r's response becomes the
+ * caller's *resp, whatever the result, and r is released. */
+rs_code kube_call(struct rs_kube *k, struct kreq *r, struct rs_kresp *resp);
 
 /* kube_multi.c: sets up the multi handle's socket and timer callbacks. */
 void kube_multi_init(struct rs_kube *k, const struct rs_kube_opts *o);

@@ -194,7 +194,6 @@ kube_stream(struct rs_kube *k, const char *path, int pb, long timeout_ms,
     volatile int *stop, struct rs_kresp *resp)
 {
 	struct kreq r;
-	rs_code rc;
 
 	kreq_init(&r, k, "GET", path, NULL, NULL, 0);
 	if (pb) {
@@ -206,12 +205,7 @@ kube_stream(struct rs_kube *k, const char *path, int pb, long timeout_ms,
 	r.fn_arg = arg;
 	r.batch = batch;
 	r.stop = stop;
-	kube_wait_token(k);
-	rc = kube_perform(k, &r);
-	*resp = r.resp;
-	memset(&r.resp, 0, sizeof r.resp);
-	kreq_release(&r);
-	return rc;
+	return kube_call(k, &r, resp);
 }
 
 rs_code
