@@ -360,22 +360,23 @@ resumed_from_bookmark() {
 # would otherwise wait the window between two passes (rs-pipeline runs
 # --batch 20ms, and a relist is the time to recovery). Each line's "at" is
 # the time rs-watch made it: from the first object to SYNCED, well under
-# the 1 s window, which a list held once would exceed.
+# the 1 s window, which a list held once would exceed. The pods carry 24 MB
+# in JSON, read in many passes (in protobuf the same list came in two here,
+# too few to show a hold: the bookmark came in the second).
 test_batch_never_holds_a_list() {
   need_cluster || return
   local ns span
   ns=$(new_ns wbatchlist)
   for i in $(seq 1 400); do
-    printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d","labels":{"filler":"%0300d"}},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}\n' "$i" 0
+    printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d","annotations":{"filler":"%060000d"}},"spec":{"containers":[{"name":"c","image":"example.invalid/none"}]}}\n' "$i" 0
   done | kubectl -n "$ns" create -f - >/dev/null
-  for pb in --protobuf ""; do
-    rs_bg rs-watch $pb --batch 1s -n "$ns" pods >"$OUT.list" 2>"$OUT.log"
-    assertTrue "${pb:-json}: SYNCED" "wait_for 20 synced_n $OUT.list 1"
-    assertEquals "${pb:-json}: every pod listed" 400 "$(grep -c '"type":"ADDED"' "$OUT.list")"
-    span=$(jq -rs '(map(select(.type == "SYNCED")) | .[0].at) - (map(select(.type == "ADDED") | .at) | min)' "$OUT.list")
-    assertTrue "${pb:-json}: listed in ${span} s, not held by --batch 1s" "awk 'BEGIN { exit !($span < 0.9) }'"
-    rs_cleanup
-  done
+  rs_bg rs-watch --batch 1s -n "$ns" pods >"$OUT.list" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT.list 1"
+  assertEquals "every pod listed" 400 "$(grep -c '"type":"ADDED"' "$OUT.list")"
+  span=$(jq -rs '(map(select(.type == "SYNCED")) | .[0].at) - (map(select(.type == "ADDED") | .at) | min)' "$OUT.list")
+  assertTrue "listed in ${span} s, not held by --batch 1s" "awk 'BEGIN { exit !($span < 0.9) }'"
+  rs_cleanup
+  kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
 # --batch: the events of each read go out together once read, however
