@@ -794,7 +794,11 @@ kreq_batch_idle(struct kreq *r, int running)
 	struct timespec ts = { window / 1000000000, window % 1000000000 };
 	int storm = r->batch_last > 0 && now - r->batch_last < window;
 
-	if (r->batch->idle(r->fn_arg) && running && storm) {
+	if (!r->batch->idle(r->fn_arg)) {
+		r->batch_last = 0;     /* a list's pass: no storm after it */
+		return;
+	}
+	if (running && storm) {
 		nanosleep(&ts, NULL);
 		now = rs_mono_ns();
 	}

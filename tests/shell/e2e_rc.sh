@@ -28,7 +28,7 @@ start_pipeline() {
 	env RS_STATE_DIR="$_d" rs-queue serve --name "$_name" 2>"$_d/queue.log" &
 	RS_PIDS="$RS_PIDS $!"
 	wait_for 10 test -S "$_d/queue.sock" || { echo "rs-queue $_name did not start" >&2; return 1; }
-	env RS_STATE_DIR="$_d" rs-watch "$_res" pods >"$_d/events" 2>"$_d/watch.log" &
+	env RS_STATE_DIR="$_d" rs-watch --batch 20ms "$_res" pods >"$_d/events" 2>"$_d/watch.log" &
 	RS_PIDS="$RS_PIDS $!"
 	WATCH_PIDS="$WATCH_PIDS $!"
 	env RS_STATE_DIR="$_d" rs-sync -v 2 "$@" <"$_d/events" >"$_d/out" 2>"$_d/sync.log" &

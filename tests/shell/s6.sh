@@ -18,7 +18,7 @@ SVSCAN=
 
 oneTimeSetUp() {
   need_cluster || return
-  RS_APPLY_FLAGS="-v 2 --kube-api-qps 50 --kube-api-burst 50" RS_SYNC_FLAGS="-v 2" \
+  RS_APPLY_FLAGS="-v 2 --kube-api-qps 50 --kube-api-burst 50" RS_SYNC_FLAGS="-v 2" RS_WATCH_FLAGS="-v 1" \
     "$top/service/rs-svscan" --state-dir "$CTL" --no-metrics "$SCAN" \
     >"$TMP/svscan.log" 2>&1 &
   SVSCAN=$!
@@ -113,8 +113,9 @@ test_pipeline_watch_gathers_storms() {
   set -- $pids
   args=$(tr '\0' ' ' <"/proc/$2/cmdline")
   assertContains "rs-watch's arguments" "$args" "--batch 20ms"
+  assertEquals "RS_WATCH_FLAGS in the envdir" "-v 1" "$(cat "$SCAN/rs-pipeline/env/RS_WATCH_FLAGS")"
   case $args in
-  *"--batch 20ms"*"$(cat "$SCAN/rs-pipeline/env/RS_WATCH_FLAGS" 2>/dev/null)"*) ;;
+  *"--batch 20ms "*"-v 1 "*) ;;
   *) fail "--batch 20ms before RS_WATCH_FLAGS: $args" ;;
   esac
 }

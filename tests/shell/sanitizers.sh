@@ -90,7 +90,7 @@ test_stages_under_valgrind() {
   $VG --log-file="$d/queue.vg" rs-queue serve --socket "$sock" 2>"$d/queue.log" &
   qpid=$!
   wait_for 60 test -S "$sock" || { fail "rs-queue under valgrind did not start"; return; }
-  ( $VG --log-file="$d/watch.vg" rs-watch replicasets pods 2>"$d/watch.log" |
+  ( $VG --log-file="$d/watch.vg" rs-watch --batch 20ms replicasets pods 2>"$d/watch.log" |
     $VG --log-file="$d/sync.vg" rs-sync -v 1 --queue "$sock" --expectations "$RS_STATE_DIR/vg.exp" 2>"$d/sync.log" |
     $VG --log-file="$d/apply.vg" rs-apply -v 1 --queue "$sock" --expectations "$RS_STATE_DIR/vg.exp" 2>"$d/apply.log"
     echo "${PIPESTATUS[*]}" >"$d/status" ) &
