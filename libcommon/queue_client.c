@@ -415,6 +415,20 @@ rs_queue_io(struct rs_queue *q)
 }
 
 rs_code
+rs_queue_read(struct rs_queue *q)
+{
+	if (q->lost)
+		return q->eof ? RS_EEOF : RS_EIO;
+	return do_read(q);
+}
+
+int
+rs_queue_unsent(const struct rs_queue *q)
+{
+	return q->olen > q->ooff;
+}
+
+rs_code
 rs_queue_next_key(struct rs_queue *q, const char **key)
 {
 	if (q->koff == q->klen)

@@ -68,6 +68,13 @@ short rs_queue_events(const struct rs_queue *q);
 /* Writes what the socket takes and reads what has arrived; never blocks.
  * RS_OK, or RS_EIO / RS_EEOF when the connection is lost (server gone). */
 rs_code rs_queue_io(struct rs_queue *q);
+/* rs_queue_io without the writing: reads what has arrived and leaves the
+ * buffered requests for a later rs_queue_io (a caller that holds back
+ * lines no one waits for, to send them with the next ones). Poll for
+ * POLLIN alone meanwhile. */
+rs_code rs_queue_read(struct rs_queue *q);
+/* Whether requests wait in the buffer to be written. */
+int rs_queue_unsent(const struct rs_queue *q);
 /* A key answered to an earlier GET: RS_OK and *key (valid until the next
  * call on q), RS_EAGAIN when none has come yet, RS_EEOF when the queue is
  * shutting down (no key will come), RS_EIO when the connection is lost. */

@@ -426,7 +426,10 @@ conn_read(struct server *s, struct conn *c)
 		if (conn_lines(s, c) < 0)
 			return;
 	}
-	watch(s, c);
+	/* replies queued: flush_all writes them, then watches c once, so
+	 * that a reply written at once costs no EPOLLOUT on and off */
+	if (!c->queued)
+		watch(s, c);
 }
 
 static uint32_t

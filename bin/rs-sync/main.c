@@ -43,6 +43,12 @@
  * handed out is "processing" and is not deduplicated with later adds. */
 #define SYNC_GETS 16
 
+/* How long the queue lines that only end syncs and ask for more keys may
+ * wait for the next ADDs, to go in their write (queue_holds). rs-pipeline's
+ * rs-watch gathers a storm's events 20 ms at a time (--batch 20ms), so the
+ * next ADDs come within as long. */
+#define SYNC_HOLD_NS (20 * 1000000LL)
+
 struct opts {
 	const struct kind *kind;
 	const char *queue, *expectations, *once;
@@ -112,6 +118,9 @@ sync_enqueue(struct sync *s, const char *key, double after)
 struct enq {
 	struct rs_queue *q;
 	struct rs_strmap queued;       /* key -> the same string, owned */
+	int urgent;                    /* an ADD or AFTER waits to be sent */
+	size_t held_gets;              /* GETs asked for since the last send */
+	int64_t held_since;            /* when the unsent lines began to wait */
 };
 
 static void
@@ -129,6 +138,7 @@ queue_enqueue(void *arg, const char *key, double after)
 		rs_warn("unable to queue %s: %s", key, rs_strerror(rc));
 		return;
 	}
+	e->urgent = 1;
 	/* without memory the next ADD is sent too: only slower */
 	if (after <= 0 && (copy = strdup(key)) != NULL &&
 	    rs_strmap_put(&e->queued, copy, copy, NULL) != RS_OK)
@@ -148,6 +158,45 @@ queue_end(void *arg, const char *key, int retry, double after)
 	if (rc != RS_OK)
 		rs_warn("%s: unable to report the end of its sync to rs-queue: "
 		    "%s", key, rs_strerror(rc));
+	if (after > 0)
+		e->urgent = 1;
+}
+
+/* Whether the unsent queue lines may wait for the next ADDs. Lines that
+ * end syncs which wrote nothing (DONE, FORGET, RETRY) and the GETs that
+ * replace the keys handed out change nothing that anyone waits on: the
+ * keys they end were synced already, and an ADD of one of them goes out
+ * after them, in the same write. So in a storm they ride with the next
+ * window's ADDs and rs-queue wakes once a window, not twice; a RETRY's
+ * backoff starts up to SYNC_HOLD_NS later. They go at once when an ADD or
+ * AFTER waits with them, when half the GETs are held back (the keys
+ * waiting at rs-queue must find GETs), and after SYNC_HOLD_NS. */
+static int
+queue_holds(struct enq *e, int64_t now)
+{
+	if (!rs_queue_unsent(e->q) || e->urgent ||
+	    e->held_gets >= SYNC_GETS / 2)
+		return 0;
+	if (e->held_since == 0)
+		e->held_since = now;
+	return now - e->held_since < SYNC_HOLD_NS;
+}
+
+/* The queue's I/O: all of it, or (held) its replies alone. */
+static rs_code
+queue_io(struct enq *e, int held)
+{
+	rs_code rc;
+
+	if (held)
+		return rs_queue_read(e->q);
+	rc = rs_queue_io(e->q);
+	if (!rs_queue_unsent(e->q)) {
+		e->urgent = 0;
+		e->held_gets = 0;
+		e->held_since = 0;
+	}
+	return rc;
 }
 
 /* key was handed out: the next event for it must ADD it again. */
@@ -500,17 +549,23 @@ run_loop(struct sync *s, const struct opts *o)
 			{ .fd = rs_queue_fd(q), .events = rs_queue_events(q) },
 			{ .fd = 1, .events = 0 },
 		};
-		int timeout = -1;
+		int timeout = -1, held;
 
 		if (s->synced_pods && s->synced_ctrls)
 			while (rs_queue_gets_pending(q) < SYNC_GETS &&
 			    rs_queue_request_get(q, 0) == RS_OK)
-				;
-		pf[1].events = rs_queue_events(q);
+				enq.held_gets++;
+		held = queue_holds(&enq, rs_mono_ns());
+		pf[1].events = held ? POLLIN : rs_queue_events(q);
+		if (held)
+			timeout = (int)((enq.held_since + SYNC_HOLD_NS -
+			    rs_mono_ns()) / 1000000) + 1;
 		if (next_resync) {
 			int64_t left = next_resync - rs_mono_ns();
 
-			timeout = left > 0 ? (int)(left / 1000000) + 1 : 0;
+			left = left > 0 ? left / 1000000 + 1 : 0;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
 		}
 		{       /* stats: wake for the next write */
 			int ms = rs_stagestats_timeout_ms(rs_mono_ns());
@@ -536,7 +591,7 @@ run_loop(struct sync *s, const struct opts *o)
 			handlers_enqueue_all(s);
 			next_resync = rs_mono_ns() + (int64_t)(o->resync * 1e9);
 		}
-		rc = rs_queue_io(q);
+		rc = queue_io(&enq, queue_holds(&enq, rs_mono_ns()));
 		/* the queue closing while we stop too is the end of a clean
 		 * stop (s6 signals every service at once) */
 		if (rc == RS_EEOF && stopping)
