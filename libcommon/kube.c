@@ -786,20 +786,33 @@ slot_put(struct rs_kube *k, struct kslot *s)
 }
 
 /* Lines came in this pass: the batch is out. In a storm (lines came
- * within settle_ms of the last ones), let the next batch gather. */
+ * within settle_ms of the last ones), let the next batch gather, until
+ * the next multiple of settle_ms on the monotonic clock: the streams of a
+ * process that storm together (rs-watch's pods and their owners' echoes)
+ * then end their windows at the same instant and their lines go out
+ * together, one wake-up of the reader, not one a stream. A stream that
+ * storms starts its passes on that grid, so its windows stay settle_ms
+ * long; only the first one after a quiet spell is shorter. */
 void
 kreq_batch_idle(struct kreq *r, int running)
 {
-	int64_t now = rs_mono_ns(), window = r->batch->settle_ms * 1000000LL;
-	struct timespec ts = { window / 1000000000, window % 1000000000 };
-	int storm = r->batch_last > 0 && now - r->batch_last < window;
+	int64_t now, window = r->batch->settle_ms * 1000000LL, until;
+	struct timespec ts;
+	int storm;
 
 	if (!r->batch->idle(r->fn_arg)) {
 		r->batch_last = 0;     /* a list's pass: no storm after it */
 		return;
 	}
+	now = rs_mono_ns();
+	storm = r->batch_last > 0 && now - r->batch_last < window;
 	if (running && storm) {
-		nanosleep(&ts, NULL);
+		until = (now / window + 1) * window;
+		ts.tv_sec = until / 1000000000;
+		ts.tv_nsec = until % 1000000000;
+		/* a signal ends the window early, as a stop should */
+		(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+		    NULL);
 		now = rs_mono_ns();
 	}
 	r->batch_last = now;   /* reading goes on from here */
