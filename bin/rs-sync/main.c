@@ -30,7 +30,7 @@
 #define USAGE \
 "usage: rs-sync [-v N] [--kind ReplicaSet|ReplicationController] [--queue PATH]\n" \
 "               [--expectations PATH] [--expectations-map-size BYTES]\n" \
-"               [--burst-replicas N] [--resync SECONDS]\n" \
+"               [--burst-replicas N] [--resync SECONDS] [--queue-hold DUR]\n" \
 "               [--no-terminating-replicas] [--keep-expectations] [--max-line BYTES]\n" \
 "               [--feature-gates NAME=BOOL,...] [--log-format text|json]\n" \
 "       rs-sync --once KEY [--now RFC3339] [--expectations PATH] [-v N] < events.ndjson\n" \
@@ -43,11 +43,11 @@
  * handed out is "processing" and is not deduplicated with later adds. */
 #define SYNC_GETS 16
 
-/* How long the queue lines that only end syncs and ask for more keys may
- * wait for the next ADDs, to go in their write (queue_holds). rs-pipeline's
- * rs-watch gathers a storm's events 20 ms at a time (--batch 20ms), so the
- * next ADDs come within as long. */
-#define SYNC_HOLD_NS (20 * 1000000LL)
+/* --queue-hold's default: how long the queue lines that only end syncs
+ * and ask for more keys may wait for the next ADDs, to go in their write
+ * (queue_holds). rs-pipeline's rs-watch gathers a storm's events 20 ms at
+ * a time (--batch 20ms), so the next ADDs come within as long. */
+#define SYNC_HOLD_MS 20
 
 struct opts {
 	const struct kind *kind;
@@ -55,6 +55,7 @@ struct opts {
 	int burst, terminating, dump, keep_expectations;
 	double resync, now;
 	size_t max_line, map_size;
+	long queue_hold_ms;
 };
 
 static volatile sig_atomic_t stopping;
@@ -121,6 +122,7 @@ struct enq {
 	int urgent;                    /* an ADD or AFTER waits to be sent */
 	size_t held_gets;              /* GETs asked for since the last send */
 	int64_t held_since;            /* when the unsent lines began to wait */
+	int64_t hold;                  /* --queue-hold, ns */
 };
 
 static void
@@ -168,9 +170,9 @@ queue_end(void *arg, const char *key, int retry, double after)
  * keys they end were synced already, and an ADD of one of them goes out
  * after them, in the same write. So in a storm they ride with the next
  * window's ADDs and rs-queue wakes once a window, not twice; a RETRY's
- * backoff starts up to SYNC_HOLD_NS later. They go at once when an ADD or
+ * backoff starts up to --queue-hold later. They go at once when an ADD or
  * AFTER waits with them, when half the GETs are held back (the keys
- * waiting at rs-queue must find GETs), and after SYNC_HOLD_NS. */
+ * waiting at rs-queue must find GETs), and after --queue-hold. */
 static int
 queue_holds(struct enq *e, int64_t now)
 {
@@ -179,7 +181,7 @@ queue_holds(struct enq *e, int64_t now)
 		return 0;
 	if (e->held_since == 0)
 		e->held_since = now;
-	return now - e->held_since < SYNC_HOLD_NS;
+	return now - e->held_since < e->hold;
 }
 
 /* The queue's I/O: all of it, or (held) its replies alone. */
@@ -212,7 +214,7 @@ static void
 parse_opts(int argc, char **argv, struct opts *o)
 {
 	enum { O_KIND = 256, O_QUEUE, O_EXP, O_BURST, O_RESYNC, O_ONCE, O_NOW,
-	    O_NOTERM, O_MAXLINE, O_DUMP, O_KEEP, O_MAPSIZE, O_HELP };
+	    O_NOTERM, O_MAXLINE, O_DUMP, O_KEEP, O_MAPSIZE, O_HOLD, O_HELP };
 	static const struct option lo[] = {
 		{ "kind", required_argument, NULL, O_KIND },
 		{ "queue", required_argument, NULL, O_QUEUE },
@@ -226,6 +228,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		{ "expectations-dump", no_argument, NULL, O_DUMP },
 		{ "keep-expectations", no_argument, NULL, O_KEEP },
 		{ "expectations-map-size", required_argument, NULL, O_MAPSIZE },
+		{ "queue-hold", required_argument, NULL, O_HOLD },
 		{ "help", no_argument, NULL, O_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -234,7 +237,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 	int c;
 
 	*o = (struct opts){ .kind = &kind_replicaset, .burst = 500,
-	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT };
+	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT,
+	    .queue_hold_ms = SYNC_HOLD_MS };
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_KIND:
@@ -258,6 +262,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_NOTERM: o->terminating = 0; break;
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_DUMP: o->dump = 1; break;
+		case O_HOLD: o->queue_hold_ms = rs_flag_batch_ms(optarg, "--queue-hold"); break;
 		case O_KEEP: o->keep_expectations = 1; break;
 		case O_MAPSIZE:
 			o->map_size = (size_t)rs_flag_long(optarg, RS_EXP_MAP_MIN,
@@ -529,6 +534,7 @@ run_loop(struct sync *s, const struct opts *o)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));
 	enq.q = q;
+	enq.hold = o->queue_hold_ms * 1000000LL;
 	rs_strmap_init(&enq.queued);
 	s->enqueue = queue_enqueue;
 	s->enqueue_arg = &enq;
@@ -558,7 +564,7 @@ run_loop(struct sync *s, const struct opts *o)
 		held = queue_holds(&enq, rs_mono_ns());
 		pf[1].events = held ? POLLIN : rs_queue_events(q);
 		if (held)
-			timeout = (int)((enq.held_since + SYNC_HOLD_NS -
+			timeout = (int)((enq.held_since + enq.hold -
 			    rs_mono_ns()) / 1000000) + 1;
 		if (next_resync) {
 			int64_t left = next_resync - rs_mono_ns();

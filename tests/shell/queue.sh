@@ -422,18 +422,21 @@ EXP_TOOL=${EXP_TOOL:-$RS_BIN/../test/exp-tool}
 # two_sets: ns/idle (0 replicas, its status as rs-sync computes it: a sync
 # of it writes nothing) and ns/web (1 replica, no pod: a create and a
 # status), both resources synced.
+rs_event() {  # TYPE NAME REPLICAS RV
+  jq -cn --arg type "$1" --arg name "$2" --argjson n "$3" --arg rv "$4" \
+      '{type: $type, resource: "replicasets",
+    object: {apiVersion: "apps/v1", kind: "ReplicaSet",
+      metadata: {name: $name, namespace: "ns", uid: "uid-\($name)",
+        resourceVersion: $rv, generation: 1},
+      spec: {replicas: $n, selector: {matchLabels: {app: $name}},
+        template: {metadata: {labels: {app: $name}},
+          spec: {containers: [{name: "c", image: "x"}]}}},
+      status: {replicas: 0, terminatingReplicas: 0, observedGeneration: 1}}}'
+}
+
 two_sets() {
-  for rs in idle:0:100 web:1:101; do
-    jq -cn --arg name "${rs%%:*}" --argjson n "$(echo "$rs" | cut -d: -f2)" \
-        --arg rv "${rs##*:}" '{type: "ADDED", resource: "replicasets",
-      object: {apiVersion: "apps/v1", kind: "ReplicaSet",
-        metadata: {name: $name, namespace: "ns", uid: "uid-\($name)",
-          resourceVersion: $rv, generation: 1},
-        spec: {replicas: $n, selector: {matchLabels: {app: $name}},
-          template: {metadata: {labels: {app: $name}},
-            spec: {containers: [{name: "c", image: "x"}]}}},
-        status: {replicas: 0, terminatingReplicas: 0, observedGeneration: 1}}}'
-  done
+  rs_event ADDED idle 0 100
+  rs_event ADDED web 1 101
   echo '{"type":"SYNCED","resource":"pods","resourceVersion":"101"}'
   echo '{"type":"SYNCED","resource":"replicasets","resourceVersion":"101"}'
 }
@@ -495,6 +498,37 @@ test_sync_retries_a_stale_key_itself() {
   assertTrue "each skip said" "[ $(grep -c 'ns/idle: not synced: read version 101 is not as new as written version 999' "$TMP/err") -ge 3 ]"
   assertEquals "no line for ns/idle" 0 "$(grep -c 'ns/idle' "$TMP/out")"
   assertTrue "ns/web synced" "grep -q '\"op\":\"end\",\"key\":\"ns/web\"' '$TMP/out'"
+  stop_sync
+}
+
+# soon T CMD...: wait_for, at 20 ms steps
+soon() {
+  _end=$(( $(date +%s%N) + $1 * 1000000000 )); shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s%N)" -ge "$_end" ] && return 1
+    sleep 0.02
+  done
+}
+syncs_of_idle_at_least() { [ "$(grep -c 'syncing ns/idle' "$TMP/err")" -ge "$1" ]; }
+
+# rs-sync's own ends (DONE and FORGET here) and its GETs wait up to
+# --queue-hold for its next ADDs: meanwhile rs-queue still counts the key
+# out. The hold's end sends them, and so does an ADD, at once, in its
+# write. ns/web stays out throughout (no rs-apply ends it).
+test_sync_holds_its_ends_for_the_next_adds() {
+  local t0 ms
+  start_sync -v 4 --queue-hold 3s
+  assertTrue "ns/idle synced" "soon 10 syncs_of_idle_at_least 1"
+  assertEquals "its end held: ns/idle still out" 2 "$(stat_of processing)"
+  assertTrue "the end sent once the hold is over" "wait_for 10 stat_is processing 1"
+  rs-queue add ns/idle || fail "add"
+  assertTrue "ns/idle synced again" "soon 10 syncs_of_idle_at_least 2"
+  assertEquals "its end held again" 2 "$(stat_of processing)"
+  t0=$(date +%s%N)
+  rs_event MODIFIED web 1 102 >&8
+  assertTrue "sent with the ADD of ns/web" "soon 10 stat_is processing 1"
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  assertTrue "within ${ms} ms, not at the hold's end" "[ $ms -lt 2000 ]"
   stop_sync
 }
 
