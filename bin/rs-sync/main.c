@@ -262,7 +262,11 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_NOTERM: o->terminating = 0; break;
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_DUMP: o->dump = 1; break;
-		case O_HOLD: o->queue_hold_ms = rs_flag_batch_ms(optarg, "--queue-hold"); break;
+		case O_HOLD:
+			o->queue_hold_ms = rs_flag_duration(optarg, "--queue-hold") / 1000000;
+			if (o->queue_hold_ms > 10000)
+				rs_flag_fail("--queue-hold must be at most 10s");
+			break;
 		case O_KEEP: o->keep_expectations = 1; break;
 		case O_MAPSIZE:
 			o->map_size = (size_t)rs_flag_long(optarg, RS_EXP_MAP_MIN,

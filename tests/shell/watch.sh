@@ -382,6 +382,44 @@ test_batch_never_holds_a_list() {
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
 
+# --batch windows end on one grid of the monotonic clock: streams that
+# storm together are read at the same instants, so their lines go out
+# together (one wake-up of rs-sync for the pods and their owners' echoes,
+# not one a stream). Three streams, each changed every 0.1-0.3 s for some
+# 6 s under --batch 1s, their storms a third of a second apart: after
+# their first two reads, every read of any of them comes within 0.1 s of
+# the same phase of the second.
+test_batch_windows_share_one_grid() {
+  need_cluster || return
+  local ns spread loops=
+  ns=$(new_ns wgrid)
+  pod "$ns" p
+  kubectl -n "$ns" create configmap c >/dev/null
+  kubectl -n "$ns" create secret generic s >/dev/null
+  rs_bg rs-watch --batch 1s -n "$ns" pods v1/configmaps v1/secrets >"$OUT" 2>"$OUT.log"
+  assertTrue "SYNCED" "wait_for 20 synced_n $OUT 3"
+  # the streams' storms start a third of a window apart: windows timed
+  # from each stream's first read would keep those phases
+  for o in pod/p:0 configmap/c:0.33 secret/s:0.66; do
+    ( sleep "${o#*:}"; o=${o%:*}
+      for i in $(seq 1 30); do
+        kubectl -n "$ns" annotate --overwrite "$o" "i=$i" >/dev/null; sleep 0.1
+      done ) &
+    loops="$loops $!"
+  done
+  wait $loops
+  sleep 2
+  spread=$(jq -rs '[group_by(.resource)[] | map(select(.type == "MODIFIED") | .at)
+      | unique | .[2:][]] | (.[0] - (.[0] | floor)) as $p0
+      | map((. - floor) - $p0 + 1.5 | . - floor - 0.5 | fabs) | max' "$OUT" 2>/dev/null)
+  assertEquals "reads of all three streams" 3 \
+    "$(jq -r 'select(.type == "MODIFIED") | .resource' "$OUT" | sort -u | wc -l)"
+  assertTrue "every read within 0.1 s of one phase: ${spread:-none}" \
+    "awk 'BEGIN { exit !(\"$spread\" != \"\" && $spread < 0.1) }'"
+  rs_cleanup
+  kubectl delete namespace "$ns" --wait=false >/dev/null
+}
+
 # --batch: the events of each read go out together once read, however
 # long the window; with 0 each goes out on its own. Either way every event
 # arrives, in order: a batch left in the buffer would never reach the reader.
