@@ -810,7 +810,8 @@ kreq_batch_idle(struct kreq *r, int running)
 		until = (now / window + 1) * window;
 		ts.tv_sec = until / 1000000000;
 		ts.tv_nsec = until % 1000000000;
-		/* a signal ends the window early, as a stop should */
+		/* the reflectors' threads block signals: a stop is seen
+		 * after the window, as it was after a full one */
 		(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
 		    NULL);
 		now = rs_mono_ns();

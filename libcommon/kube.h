@@ -141,7 +141,9 @@ typedef rs_code (*rs_kube_line_fn)(void *arg, char *line, size_t len);
 /* Batching a stream (batch may be NULL): idle(arg) is called each time the
  * lines that had arrived are all handed out (flush what fn buffered). In a
  * storm, when lines came less than settle_ms after the last ones, reading
- * then waits settle_ms, so that each read brings several lines: fewer,
+ * then waits until the next multiple of settle_ms on the monotonic clock
+ * (one grid for every stream of the process, so that streams storming
+ * together are read together), so that each read brings several lines: fewer,
  * larger writes downstream. The first lines after a quiet spell are never
  * held: a lone event costs no latency, the last of a storm settle_ms at
  * most. idle returns 0 where waiting would gain nothing (a streaming list,

@@ -47,7 +47,7 @@
  * and ask for more keys may wait for the next ADDs, to go in their write
  * (queue_holds). rs-pipeline's rs-watch gathers a storm's events 20 ms at
  * a time (--batch 20ms), so the next ADDs come within as long. */
-#define SYNC_HOLD_MS 20
+#define SYNC_HOLD_NS (20 * 1000000LL)
 
 struct opts {
 	const struct kind *kind;
@@ -55,7 +55,7 @@ struct opts {
 	int burst, terminating, dump, keep_expectations;
 	double resync, now;
 	size_t max_line, map_size;
-	long queue_hold_ms;
+	int64_t queue_hold;            /* ns */
 };
 
 static volatile sig_atomic_t stopping;
@@ -238,7 +238,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .kind = &kind_replicaset, .burst = 500,
 	    .terminating = 1, .max_line = RS_LINE_MAX_DEFAULT,
-	    .queue_hold_ms = SYNC_HOLD_MS };
+	    .queue_hold = SYNC_HOLD_NS };
 	while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case O_KIND:
@@ -263,8 +263,8 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_DUMP: o->dump = 1; break;
 		case O_HOLD:
-			o->queue_hold_ms = rs_flag_duration(optarg, "--queue-hold") / 1000000;
-			if (o->queue_hold_ms > 10000)
+			o->queue_hold = rs_flag_duration(optarg, "--queue-hold");
+			if (o->queue_hold > 10 * 1000000000LL)
 				rs_flag_fail("--queue-hold must be at most 10s");
 			break;
 		case O_KEEP: o->keep_expectations = 1; break;
@@ -514,6 +514,7 @@ serve_keys(struct sync *s, struct rs_queue *q)
 		write_failed(s);
 	if (rc == RS_EEOF) {
 		rs_info(1, "queue is shutting down");
+		(void)rs_queue_io(q);   /* the ends still held */
 		stats_close(s);
 		exit(0);
 	}
@@ -538,7 +539,7 @@ run_loop(struct sync *s, const struct opts *o)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));
 	enq.q = q;
-	enq.hold = o->queue_hold_ms * 1000000LL;
+	enq.hold = o->queue_hold;
 	rs_strmap_init(&enq.queued);
 	s->enqueue = queue_enqueue;
 	s->enqueue_arg = &enq;
@@ -574,6 +575,8 @@ run_loop(struct sync *s, const struct opts *o)
 			int64_t left = next_resync - rs_mono_ns();
 
 			left = left > 0 ? left / 1000000 + 1 : 0;
+			if (left > INT_MAX)
+				left = INT_MAX;
 			if (timeout < 0 || left < timeout)
 				timeout = (int)left;
 		}

@@ -474,14 +474,15 @@ test_sync_ends_keys_without_writes() {
   assertTrue "ns/web's intents, its end last" \
     "wait_for 10 grep -q '\"op\":\"end\",\"key\":\"ns/web\"' '$TMP/out'"
   assertTrue "rs-sync counts one end of its own" "wait_for 5 ends_is 1"
-  assertEquals "only ns/web is out" 1 "$(stat_of processing)"
+  # its DONE may wait --queue-hold for ADDs that do not come
+  assertTrue "only ns/web is out" "wait_for 5 stat_is processing 1"
   assertEquals "nothing queued" 0 "$(rs-queue len)"
   assertEquals "no retry" 0 "$(stat_of retries_total)"
   assertEquals "no line for ns/idle" 0 "$(grep -c 'ns/idle' "$TMP/out")"
   # ns/idle is not out: queued again, it is synced again at once
   rs-queue add ns/idle || fail "add"
   assertTrue "synced again" "wait_for 5 ends_is 2"
-  assertEquals "still only ns/web out" 1 "$(stat_of processing)"
+  assertTrue "still only ns/web out" "wait_for 5 stat_is processing 1"
   stop_sync
 }
 
@@ -517,10 +518,10 @@ syncs_of_idle_at_least() { [ "$(grep -c 'syncing ns/idle' "$TMP/err")" -ge "$1" 
 # write. ns/web stays out throughout (no rs-apply ends it).
 test_sync_holds_its_ends_for_the_next_adds() {
   local t0 ms
-  start_sync -v 4 --queue-hold 3s
+  start_sync -v 4 --queue-hold 10s
   assertTrue "ns/idle synced" "soon 10 syncs_of_idle_at_least 1"
   assertEquals "its end held: ns/idle still out" 2 "$(stat_of processing)"
-  assertTrue "the end sent once the hold is over" "wait_for 10 stat_is processing 1"
+  assertTrue "the end sent once the hold is over" "wait_for 20 stat_is processing 1"
   rs-queue add ns/idle || fail "add"
   assertTrue "ns/idle synced again" "soon 10 syncs_of_idle_at_least 2"
   assertEquals "its end held again" 2 "$(stat_of processing)"
@@ -528,7 +529,7 @@ test_sync_holds_its_ends_for_the_next_adds() {
   rs_event MODIFIED web 1 102 >&8
   assertTrue "sent with the ADD of ns/web" "soon 10 stat_is processing 1"
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  assertTrue "within ${ms} ms, not at the hold's end" "[ $ms -lt 2000 ]"
+  assertTrue "within ${ms} ms, not at the hold's end" "[ $ms -lt 5000 ]"
   stop_sync
 }
 

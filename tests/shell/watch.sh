@@ -387,11 +387,12 @@ test_batch_never_holds_a_list() {
 # together (one wake-up of rs-sync for the pods and their owners' echoes,
 # not one a stream). Three streams, each changed every 0.1-0.3 s for some
 # 6 s under --batch 1s, their storms a third of a second apart: after
-# their first two reads, every read of any of them comes within 0.1 s of
-# the same phase of the second.
+# each stream's first read, four fifths of their events at least are read
+# within 0.1 s of one phase of the second (a third, for windows that each
+# stream timed from its own reads).
 test_batch_windows_share_one_grid() {
   need_cluster || return
-  local ns spread loops=
+  local ns loops=
   ns=$(new_ns wgrid)
   pod "$ns" p
   kubectl -n "$ns" create configmap c >/dev/null
@@ -409,13 +410,22 @@ test_batch_windows_share_one_grid() {
   done
   wait $loops
   sleep 2
-  spread=$(jq -rs '[group_by(.resource)[] | map(select(.type == "MODIFIED") | .at)
-      | unique | .[2:][]] | (.[0] - (.[0] | floor)) as $p0
-      | map((. - floor) - $p0 + 1.5 | . - floor - 0.5 | fabs) | max' "$OUT" 2>/dev/null)
-  assertEquals "reads of all three streams" 3 \
+  # each event's phase in the second, all but each stream's first (read at
+  # once, off the grid); the most that fall within 0.1 s of one of them
+  set -- $(jq -r 'select(.type == "MODIFIED") | "\(.resource) \(.at)"' "$OUT" |
+    awk '++n[$1] > 1 { p[++m] = $2 - int($2) }
+      END { for (i = 1; i <= m; i++) { c = 0
+          for (j = 1; j <= m; j++) { d = p[j] - p[i]; if (d < 0) d = -d
+            if (d > 0.5) d = 1 - d; if (d < 0.1) c++ }
+          if (c > best) best = c }
+        print best + 0, m + 0 }')
+  assertEquals "events of all three streams" 3 \
     "$(jq -r 'select(.type == "MODIFIED") | .resource' "$OUT" | sort -u | wc -l)"
-  assertTrue "every read within 0.1 s of one phase: ${spread:-none}" \
-    "awk 'BEGIN { exit !(\"$spread\" != \"\" && $spread < 0.1) }'"
+  assertTrue "enough events: $2" "[ ${2:-0} -ge 30 ]"
+  # a loaded machine may end a stream's storm (no event for 1 s): its
+  # next read comes at once, off the grid; a few such do not fail it
+  assertTrue "$1 of $2 events read within 0.1 s of one phase" \
+    "[ $(( ${1:-0} * 10 )) -ge $(( ${2:-1} * 8 )) ]"
   rs_cleanup
   kubectl delete namespace "$ns" --wait=false >/dev/null
 }
