@@ -268,6 +268,7 @@ struct fx_opts {
 	const char *queue_path;        /* NULL: default */
 	const char *exp_path;          /* NULL: default */
 	int no_queue;
+	int64_t hold;                  /* --queue-hold, ns */
 };
 void fx_init(const struct fx_opts *o);
 /* DONE, then FORGET or RETRY, then AFTER (only without failure). */
@@ -282,8 +283,10 @@ void fx_lower_creations(const char *key, long n);
 /* WroteAt for the writes of a round (before the key's end is reported). */
 void fx_wrote(const char *key, const struct rs_exp_written *w);
 void fx_deletion_observed(const char *key, const char *pod_key);
-/* Moves queue traffic without blocking; 1 while requests wait to go out. */
-int fx_io(void);
+/* Moves queue traffic without blocking, the keys' ends held back while
+ * answers_due (--queue-hold); the most milliseconds to wait before the
+ * next call. */
+int fx_io(int answers_due);
 /* Blocking: every request out and answered (at exit). */
 void fx_close(void);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "apply.h"
+#include "clock.h"
 #include "expectations.h"
 #include "log.h"
 #include "queue_client.h"
@@ -23,6 +24,8 @@
 static struct fx_opts opts;
 static struct rs_queue *queue;
 static int queue_warned;
+static int64_t held_since;             /* when the unsent ends began to wait */
+static int queue_urgent;               /* an ADD waits: send at once */
 static struct rs_exp *expfile;
 static rs_code exp_warned;
 
@@ -58,6 +61,8 @@ queue_lost(const char *what)
 	rs_queue_close(queue);
 	queue = NULL;
 	queue_warned = 1;
+	held_since = 0;
+	queue_urgent = 0;
 }
 
 static int hold_fd = -1;
@@ -157,6 +162,8 @@ fx_add(const char *key)
 		return RS_EIO;
 	if ((rc = rs_queue_add(queue, key)) == RS_EIO)
 		queue_lost("queueing a key again");
+	else if (rc == RS_OK)
+		queue_urgent = 1;
 	else if (rc != RS_OK)
 		rs_warn("%s: unable to queue again: %s", key, rs_strerror(rc));
 	return rc;
@@ -201,20 +208,49 @@ fx_deletion_observed(const char *key, const char *pod_key)
 		    pod_key, rs_strerror(rc));
 }
 
-int
-fx_io(void)
+/* Each write of ends wakes rs-queue, and each DONE of a key that changed
+ * meanwhile has it hand the key to rs-sync at once, waking rs-sync: the
+ * answers to one window's intents come over a few milliseconds, so their
+ * ends wait for the last of them (--queue-hold at most). Nothing in
+ * flight, an ADD waiting, or no hold: they go at once. */
+static int
+queue_holds(int answers_due, int64_t now)
 {
+	if (!answers_due || queue_urgent || opts.hold == 0 ||
+	    !rs_queue_unsent(queue))
+		return 0;
+	if (held_since == 0)
+		held_since = now;
+	return now - held_since < opts.hold;
+}
+
+int
+fx_io(int answers_due)
+{
+	int64_t now = rs_mono_ns();
 	rs_code rc;
 
 	if (queue == NULL)
-		return 0;
-	rc = rs_queue_io(queue);
+		return 500;
+	if (queue_holds(answers_due, now)) {
+		rc = rs_queue_read(queue);
+		if (rc == RS_OK)
+			return (int)((held_since + opts.hold - now) / 1000000)
+			    + 1;
+	} else {
+		rc = rs_queue_io(queue);
+		if (!rs_queue_unsent(queue)) {
+			held_since = 0;
+			queue_urgent = 0;
+		}
+	}
 	if (rc != RS_OK) {
 		queue_lost(rc == RS_EEOF ? "closed by rs-queue" :
 		    rs_strerror(rc));
-		return 0;
+		return 500;
 	}
-	return (rs_queue_events(queue) & POLLOUT) != 0;
+	/* a write the socket did not take all of is tried again soon */
+	return rs_queue_unsent(queue) ? 20 : 500;
 }
 
 void

@@ -51,6 +51,9 @@ USAGE
 "                           is touched, no Event is written\n"
 "      --queue PATH         rs-queue socket (default $RS_STATE_DIR/queue.sock)\n"
 "      --no-queue           do not report to rs-queue (running by hand)\n"
+"      --queue-hold DUR     while answers are due, hold the keys' ends back\n"
+"                           for them, at most DUR (default 20ms, at most\n"
+"                           10s; 0: each goes at its answer's wake-up)\n"
 "      --expectations PATH  expectations file (default\n"
 "                           $RS_STATE_DIR/expectations)\n"
 "      --fence FILE         the fence file rs-lease keeps (doc/sharding.md):\n"
@@ -79,14 +82,20 @@ USAGE
 "signal exits at once with 111.\n"
 "Exit: 0 ok, 100 usage, 111 temporary failure.\n";
 
+/* --queue-hold's default: the window in which rs-pipeline's rs-watch
+ * gathers a storm's events, so the answers to one window's intents end
+ * their keys in one write to rs-queue. */
+#define APPLY_HOLD_NS (20 * 1000000LL)
+
 enum { OPT_CONC = 256, OPT_DRY, OPT_QUEUE, OPT_NOQUEUE, OPT_EXP, OPT_BATCH,
-	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS };
+	OPT_INFLIGHT, OPT_STREAMS, OPT_FENCE, OPT_SHARDS, OPT_HOLD };
 
 static const struct option own_opts[] = {
 	{ "concurrency", required_argument, NULL, OPT_CONC },
 	{ "dry-run", no_argument, NULL, OPT_DRY },
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "no-queue", no_argument, NULL, OPT_NOQUEUE },
+	{ "queue-hold", required_argument, NULL, OPT_HOLD },
 	{ "expectations", required_argument, NULL, OPT_EXP },
 	{ "batch", required_argument, NULL, OPT_BATCH },
 	{ "max-in-flight", required_argument, NULL, OPT_INFLIGHT },
@@ -137,6 +146,11 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QUEUE: f->fx.queue_path = optarg; break;
 		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
 		case OPT_EXP: f->fx.exp_path = optarg; break;
+		case OPT_HOLD:
+			f->fx.hold = rs_flag_duration(optarg, "--queue-hold");
+			if (f->fx.hold > 10 * 1000000000LL)
+				rs_flag_fail("--queue-hold must be at most 10s");
+			break;
 		case OPT_BATCH:
 			f->cf.kopts.settle_ms = rs_flag_batch_ms(optarg,
 			    "--batch");
@@ -332,7 +346,7 @@ run(void)
 		    req_pending() == 0)
 			break;
 		want_in = may_read();
-		timeout = req_wait_ms(fx_io() ? 20 : 500);
+		timeout = req_wait_ms(fx_io(req_in_flight() > 0));
 		if (req_in_flight() > 0 && app.kube != NULL) {
 			rs_kube_run(app.kube, timeout, want_in ? STDIN_FILENO :
 			    -1);
@@ -352,6 +366,7 @@ main(int argc, char **argv)
 	struct flags f = {
 		.cf.kopts = { .qps = 20, .burst = 30, .user_agent = "rs-apply/0.1",
 		    .settle_ms = 10, .http_client = RS_KUBE_HTTP_DIRECT },
+		.fx.hold = APPLY_HOLD_NS,
 	};
 	rs_code rc;
 
