@@ -58,6 +58,8 @@ q_stat() {
   rs-queue --queue "$QSOCK" stats | jq -r ".$1"
 }
 
+q_stat_is() { [ "$(q_stat "$1")" = "$2" ]; }
+
 # mk_rs NS NAME [REPLICAS]: a ReplicaSet (no controller runs: it just sits);
 # its JSON goes to $TMP/NS.NAME.json.
 mk_rs() {
@@ -325,6 +327,47 @@ test_status_over_own_last_write() {
   assertEquals "PUTs" 2 "$(grep -c "PUT /apis/apps/v1/namespaces/$ns/replicasets/web/status: 200" "$TMP/log")"
   assertEquals "conflicts" 0 "$(grep -c "replicasets/web/status: 409" "$TMP/log")"
   assertEquals "GETs" 0 "$(grep -c "GET /apis/apps/v1/namespaces/$ns/replicasets/web" "$TMP/log")"
+}
+
+# A key's end waits while other answers are due (--queue-hold), so that
+# the ends of one window's answers reach rs-queue in one write; with
+# nothing in flight it goes at once.
+test_ends_wait_for_the_answers_due() {
+  need_cluster || return
+  local ns old pid t0 ms
+  ns=$(new_ns hold)
+  mk_rs "$ns" a
+  mk_rs "$ns" b 1000
+  old=$(jq -c '.status // {}' "$TMP/$ns.a.json")
+  q_hold "$ns/a"
+  q_hold "$ns/b"
+  mkfifo "$TMP/fifo"
+  # shellcheck disable=SC2046
+  rs-apply $(apply_flags) --queue-hold 10s --kube-api-qps 0 -v 4 <"$TMP/fifo" 2>"$TMP/log" &
+  pid=$!
+  exec 3>"$TMP/fifo"
+  { create_intent "$ns" b 1000; intent end "$ns" b; } >&3
+  wait_for 20 grep -q "$ns/b: creating a batch of 8 " "$TMP/log" || fail "b's creates under way"
+  { status_intent "$ns" a '{"replicas":2,"observedGeneration":1}' "$old"
+    intent end "$ns" a; } >&3
+  wait_for 20 grep -q "replicasets/a/status: 200" "$TMP/log" || fail "a's status written"
+  # b ends after its last create: 2 processing means a's DONE waits too
+  assertEquals "a's end held while b's creates are due" 2 "$(q_stat processing)"
+  assertTrue "both ended" "wait_for 60 q_stat_is processing 0"
+  assertEquals "b's pods" 1000 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  q_hold "$ns/a"
+  t0=$(date +%s%N)
+  { status_intent "$ns" a '{"replicas":3,"observedGeneration":1}' "$old"
+    intent end "$ns" a; } >&3
+  assertTrue "a ended" "wait_for 20 q_stat_is processing 0"
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  assertTrue "nothing else due: ended in ${ms} ms, not at the hold's end" "[ $ms -lt 5000 ]"
+  exec 3>&-
+  wait "$pid"
+  assertEquals "exit status" 0 $?
+  rm -f "$TMP/fifo"
+  # no namespace controller here: the pods would stay for later suites
+  kubectl -n "$ns" delete pods --all --wait=false >/dev/null
 }
 
 test_quota_failed_create() {
