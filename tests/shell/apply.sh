@@ -337,7 +337,9 @@ test_ends_wait_for_the_answers_due() {
   local ns old pid t0 ms
   ns=$(new_ns hold)
   mk_rs "$ns" a
-  mk_rs "$ns" b 1000
+  # replicas 0: a controller in a later suite (they watch every namespace)
+  # would otherwise make b's 1,000 pods, should this test not clean up
+  mk_rs "$ns" b 0
   old=$(jq -c '.status // {}' "$TMP/$ns.a.json")
   q_hold "$ns/a"
   q_hold "$ns/b"
@@ -366,8 +368,9 @@ test_ends_wait_for_the_answers_due() {
   wait "$pid"
   assertEquals "exit status" 0 $?
   rm -f "$TMP/fifo"
-  # no namespace controller here: the pods would stay for later suites
-  kubectl -n "$ns" delete pods --all --wait=false >/dev/null
+  # no namespace controller or garbage collector here: what is left stays
+  # for the later suites' controllers, which watch every namespace
+  kubectl -n "$ns" delete rs,pods --all --wait=false >/dev/null
 }
 
 test_quota_failed_create() {
