@@ -5,7 +5,6 @@
  * open that fails is cheap): rs-apply may start before rs-queue listens or
  * before rs-sync has created the expectations file. */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +13,7 @@
 #include "expectations.h"
 #include "log.h"
 #include "queue_client.h"
+#include "queue_hold.h"
 #include "statedir.h"
 #include <fcntl.h>
 #include <stdlib.h>
@@ -24,8 +24,7 @@
 static struct fx_opts opts;
 static struct rs_queue *queue;
 static int queue_warned;
-static int64_t held_since;             /* when the unsent ends began to wait */
-static int queue_urgent;               /* an ADD waits: send at once */
+static struct rs_queue_hold hold;      /* urgent: an ADD waits */
 static struct rs_exp *expfile;
 static rs_code exp_warned;
 
@@ -61,8 +60,8 @@ queue_lost(const char *what)
 	rs_queue_close(queue);
 	queue = NULL;
 	queue_warned = 1;
-	held_since = 0;
-	queue_urgent = 0;
+	hold.since = 0;
+	hold.urgent = 0;
 }
 
 static int hold_fd = -1;
@@ -116,6 +115,7 @@ void
 fx_init(const struct fx_opts *o)
 {
 	opts = *o;
+	hold.dur = o->hold;
 	if (!opts.no_queue)
 		(void)queue_ready();
 	(void)exp_ready();
@@ -163,7 +163,7 @@ fx_add(const char *key)
 	if ((rc = rs_queue_add(queue, key)) == RS_EIO)
 		queue_lost("queueing a key again");
 	else if (rc == RS_OK)
-		queue_urgent = 1;
+		hold.urgent = 1;
 	else if (rc != RS_OK)
 		rs_warn("%s: unable to queue again: %s", key, rs_strerror(rc));
 	return rc;
@@ -213,37 +213,19 @@ fx_deletion_observed(const char *key, const char *pod_key)
  * answers to one window's intents come over a few milliseconds, so their
  * ends wait for the last of them (--queue-hold at most). Nothing in
  * flight, an ADD waiting, or no hold: they go at once. */
-static int
-queue_holds(int answers_due, int64_t now)
-{
-	if (!answers_due || queue_urgent || opts.hold == 0 ||
-	    !rs_queue_unsent(queue))
-		return 0;
-	if (held_since == 0)
-		held_since = now;
-	return now - held_since < opts.hold;
-}
-
 int
 fx_io(int answers_due)
 {
 	int64_t now = rs_mono_ns();
+	int held;
 	rs_code rc;
 
 	if (queue == NULL)
 		return 500;
-	if (queue_holds(answers_due, now)) {
-		rc = rs_queue_read(queue);
-		if (rc == RS_OK)
-			return (int)((held_since + opts.hold - now) / 1000000)
-			    + 1;
-	} else {
-		rc = rs_queue_io(queue);
-		if (!rs_queue_unsent(queue)) {
-			held_since = 0;
-			queue_urgent = 0;
-		}
-	}
+	held = rs_queue_hold_on(&hold, queue, answers_due, now);
+	rc = rs_queue_hold_io(&hold, queue, held);
+	if (held && rc == RS_OK)
+		return rs_queue_hold_ms(&hold, now);
 	if (rc != RS_OK) {
 		queue_lost(rc == RS_EEOF ? "closed by rs-queue" :
 		    rs_strerror(rc));

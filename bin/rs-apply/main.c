@@ -20,6 +20,7 @@
 #include "clientflags.h"
 #include "flag.h"
 #include "log.h"
+#include "queue_hold.h"
 #include "schedclass.h"
 #include "shard.h"
 #include "stagestats.h"
@@ -146,11 +147,7 @@ parse_flags(int argc, char **argv, struct flags *f)
 		case OPT_QUEUE: f->fx.queue_path = optarg; break;
 		case OPT_NOQUEUE: f->fx.no_queue = 1; break;
 		case OPT_EXP: f->fx.exp_path = optarg; break;
-		case OPT_HOLD:
-			f->fx.hold = rs_flag_duration(optarg, "--queue-hold");
-			if (f->fx.hold > 10 * 1000000000LL)
-				rs_flag_fail("--queue-hold must be at most 10s");
-			break;
+		case OPT_HOLD: f->fx.hold = rs_queue_hold_flag(optarg); break;
 		case OPT_BATCH:
 			f->cf.kopts.settle_ms = rs_flag_batch_ms(optarg,
 			    "--batch");

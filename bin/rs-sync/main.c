@@ -19,6 +19,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "queue_client.h"
+#include "queue_hold.h"
 #include "rank.h"
 #include "reconcile.h"
 #include "schedclass.h"
@@ -119,10 +120,8 @@ sync_enqueue(struct sync *s, const char *key, double after)
 struct enq {
 	struct rs_queue *q;
 	struct rs_strmap queued;       /* key -> the same string, owned */
-	int urgent;                    /* an ADD or AFTER waits to be sent */
+	struct rs_queue_hold hold;     /* urgent: an ADD or AFTER waits */
 	size_t held_gets;              /* GETs asked for since the last send */
-	int64_t held_since;            /* when the unsent lines began to wait */
-	int64_t hold;                  /* --queue-hold, ns */
 };
 
 static void
@@ -140,7 +139,7 @@ queue_enqueue(void *arg, const char *key, double after)
 		rs_warn("unable to queue %s: %s", key, rs_strerror(rc));
 		return;
 	}
-	e->urgent = 1;
+	e->hold.urgent = 1;
 	/* without memory the next ADD is sent too: only slower */
 	if (after <= 0 && (copy = strdup(key)) != NULL &&
 	    rs_strmap_put(&e->queued, copy, copy, NULL) != RS_OK)
@@ -161,7 +160,7 @@ queue_end(void *arg, const char *key, int retry, double after)
 		rs_warn("%s: unable to report the end of its sync to rs-queue: "
 		    "%s", key, rs_strerror(rc));
 	if (after > 0)
-		e->urgent = 1;
+		e->hold.urgent = 1;
 }
 
 /* Whether the unsent queue lines may wait for the next ADDs. Lines that
@@ -176,28 +175,18 @@ queue_end(void *arg, const char *key, int retry, double after)
 static int
 queue_holds(struct enq *e, int64_t now)
 {
-	if (!rs_queue_unsent(e->q) || e->urgent ||
-	    e->held_gets >= SYNC_GETS / 2)
-		return 0;
-	if (e->held_since == 0)
-		e->held_since = now;
-	return now - e->held_since < e->hold;
+	return rs_queue_hold_on(&e->hold, e->q, e->held_gets < SYNC_GETS / 2,
+	    now);
 }
 
 /* The queue's I/O: all of it, or (held) its replies alone. */
 static rs_code
 queue_io(struct enq *e, int held)
 {
-	rs_code rc;
+	rs_code rc = rs_queue_hold_io(&e->hold, e->q, held);
 
-	if (held)
-		return rs_queue_read(e->q);
-	rc = rs_queue_io(e->q);
-	if (!rs_queue_unsent(e->q)) {
-		e->urgent = 0;
+	if (!held && !rs_queue_unsent(e->q))
 		e->held_gets = 0;
-		e->held_since = 0;
-	}
 	return rc;
 }
 
@@ -263,9 +252,7 @@ parse_opts(int argc, char **argv, struct opts *o)
 		case O_MAXLINE: o->max_line = (size_t)rs_flag_long(optarg, 1024, 1L << 40, "--max-line"); break;
 		case O_DUMP: o->dump = 1; break;
 		case O_HOLD:
-			o->queue_hold = rs_flag_duration(optarg, "--queue-hold");
-			if (o->queue_hold > 10 * 1000000000LL)
-				rs_flag_fail("--queue-hold must be at most 10s");
+			o->queue_hold = rs_queue_hold_flag(optarg);
 			break;
 		case O_KEEP: o->keep_expectations = 1; break;
 		case O_MAPSIZE:
@@ -539,7 +526,7 @@ run_loop(struct sync *s, const struct opts *o)
 		rs_fatal(rs_exit_code(rc), "unable to connect to rs-queue at %s: %s",
 		    o->queue ? o->queue : "(default)", strerror(errno));
 	enq.q = q;
-	enq.hold = o->queue_hold;
+	enq.hold.dur = o->queue_hold;
 	rs_strmap_init(&enq.queued);
 	s->enqueue = queue_enqueue;
 	s->enqueue_arg = &enq;
@@ -569,8 +556,7 @@ run_loop(struct sync *s, const struct opts *o)
 		held = queue_holds(&enq, rs_mono_ns());
 		pf[1].events = held ? POLLIN : rs_queue_events(q);
 		if (held)
-			timeout = (int)((enq.held_since + enq.hold -
-			    rs_mono_ns()) / 1000000) + 1;
+			timeout = rs_queue_hold_ms(&enq.hold, rs_mono_ns());
 		if (next_resync) {
 			int64_t left = next_resync - rs_mono_ns();
 
