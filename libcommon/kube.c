@@ -259,6 +259,17 @@ kube_reserve(struct rs_kube *k)
 	return d;
 }
 
+int
+rs_kube_token_ready(struct rs_kube *k)
+{
+	int ready;
+
+	pthread_mutex_lock(&k->mu);
+	ready = rs_bucket_ready(&k->bucket, rs_mono_ns());
+	pthread_mutex_unlock(&k->mu);
+	return ready;
+}
+
 void
 kube_wait_token(struct rs_kube *k)
 {

@@ -44,3 +44,12 @@ rs_bucket_try(struct rs_bucket *b, int64_t now_ns)
 	b->tokens -= 1;
 	return 1;
 }
+
+int
+rs_bucket_ready(struct rs_bucket *b, int64_t now_ns)
+{
+	if (b->qps <= 0)
+		return 1;
+	bucket_refill(b, now_ns);
+	return b->tokens >= 1;
+}

@@ -21,5 +21,7 @@ void rs_bucket_init(struct rs_bucket *b, double qps, int burst);
 int64_t rs_bucket_reserve(struct rs_bucket *b, int64_t now_ns);
 /* Takes a token only if one is available now; 1 if taken. */
 int rs_bucket_try(struct rs_bucket *b, int64_t now_ns);
+/* 1 if a token is available now (none is taken). */
+int rs_bucket_ready(struct rs_bucket *b, int64_t now_ns);
 
 #endif

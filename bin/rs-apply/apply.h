@@ -204,6 +204,8 @@ size_t req_pending(void);
 size_t req_in_flight(void);
 /* ms, at most, until a later request is due. */
 int req_wait_ms(int ms);
+/* 1 if a request sent now would not wait for the client's rate limit. */
+int req_token_ready(void);
 /* 1 when a failed write may have been carried out all the same. */
 int req_unknown(rs_code rc, const struct rs_kresp *resp);
 /* The message of a failed request, as client-go's error string would be. */

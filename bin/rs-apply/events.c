@@ -5,11 +5,17 @@
  * (correlate.c), a PATCH of count/lastTimestamp/message for a repeat and a
  * POST when the repeated event is gone. Best-effort: a failed write is
  * logged, never retried for long, and never fails a key.
- * As the broadcaster's sink does, events are written one at a time, in the
- * order they were recorded, from a queue of at most 1,000: a storm of events
- * then takes one request's share of the API server instead of crowding out
- * the pod writes, and past the queue's bound events are dropped. A repeat of
- * an event still waiting merges into it (its latest count goes out once). */
+ * As the broadcaster's sink does, events are started in the order they were
+ * recorded, from a queue of at most 1,000 (past it they are dropped), and
+ * one at a time whenever the client's rate limit is what paces requests: a
+ * storm of events then takes one request's share of the API server instead
+ * of crowding out the pod writes. While the bucket still holds a token,
+ * up to EVENTS_IN_FLIGHT go at once, distinct events only: written one at
+ * a time, each answer woke rs-apply on its own, which was a third of its
+ * CPU in a churn of creates (bench/results/cpu.md section 17), and such
+ * tokens would have let the next event go a round trip later anyway. A
+ * repeat of an event waiting or in flight merges into it (its latest count
+ * goes out once, after the write in flight). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +29,8 @@
 
 /* upstream maxQueuedEvents: past it events are dropped */
 #define MAX_PENDING 1000
+/* while the rate limit does not pace requests */
+#define EVENTS_IN_FLIGHT 8
 
 struct ew {
 	struct ew *next;               /* in the queue */
@@ -33,11 +41,12 @@ struct ew {
 	char *patch;                   /* cJSON_free; NULL: POST */
 	int creating;                  /* the request in flight is a POST */
 	int dirty;                     /* a newer state waits */
+	int flying;                    /* its write is in flight */
 };
 
 static struct rs_strmap writes;   /* name -> ew, queued or in flight */
 static struct ew *head, *tail;     /* waiting to be written */
-static struct ew *inflight;
+static int inflight;
 static long long last_ns;
 static unsigned long dropped;
 
@@ -76,20 +85,23 @@ ew_free(struct ew *w)
 	free(w);
 }
 
-/* Starts the next write if none is in flight. */
+/* Starts the next writes: one if none is in flight; more while they take
+ * tokens no request waits for. */
 static void
 ew_next(void)
 {
-	struct ew *w = head;
+	struct ew *w;
 
-	if (inflight != NULL || w == NULL)
-		return;
-	head = w->next;
-	if (head == NULL)
-		tail = NULL;
-	w->next = NULL;
-	inflight = w;
-	ew_send(w);
+	while ((w = head) != NULL && (inflight == 0 ||
+	    (inflight < EVENTS_IN_FLIGHT && req_token_ready()))) {
+		head = w->next;
+		if (head == NULL)
+			tail = NULL;
+		w->next = NULL;
+		w->flying = 1;
+		inflight++;
+		ew_send(w);
+	}
 }
 
 static void
@@ -127,7 +139,8 @@ ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
 	else
 		rs_warn("unable to write event %s/%s: %s", w->ns, w->name,
 		    req_errmsg(rc, resp, buf, sizeof buf));
-	inflight = NULL;
+	w->flying = 0;
+	inflight--;
 	if (w->dirty)
 		ew_queue(w);    /* its repeat, recorded meanwhile, goes last */
 	else
@@ -165,13 +178,13 @@ ew_merge(struct ew *w, struct corr_result *r, char *body)
 {
 	cJSON_free(w->body);
 	w->body = body;
-	if (w != inflight && w->patch == NULL) {
+	if (!w->flying && w->patch == NULL) {
 		cJSON_free(r->patch);
 		return;
 	}
 	cJSON_free(w->patch);
 	w->patch = r->patch;
-	if (w == inflight)
+	if (w->flying)
 		w->dirty = 1;
 }
 

@@ -216,6 +216,12 @@ later_due(void)
 }
 
 int
+req_token_ready(void)
+{
+	return app.kube == NULL || rs_kube_token_ready(app.kube);
+}
+
+int
 req_wait_ms(int ms)
 {
 	int64_t left;

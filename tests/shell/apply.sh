@@ -466,6 +466,50 @@ test_similar_events_aggregated() {
   assertEquals "all creations accounted for" 12 "$(echo "$ev" | jq '[.[].count] | add')"
 }
 
+# events_in_flight LOG NS: the most event writes of NS in flight at once in
+# rs-apply's log (-v 6 logs a request as it goes, -v 4 as it ends).
+events_in_flight() {
+  awk -v p="/api/v1/namespaces/$2/events" '
+    $0 ~ " (POST|PATCH) " p "[/a-z0-9.]* [{]" { n++; if (n > max) max = n }
+    $0 ~ " (POST|PATCH) " p "[/a-z0-9.]*: " { n-- }
+    END { print max + 0 }' "$1"
+}
+
+# rs_events_intents NS COUNT NAME...: a create of COUNT pods and the end, for
+# each ReplicaSet NAME made with mk_rs.
+rs_events_intents() {
+  local ns=$1 n=$2 name
+  shift 2
+  for name in "$@"; do create_intent "$ns" "$name" "$n"; intent end "$ns" "$name"; done
+}
+
+test_events_go_together_while_tokens_last() {
+  need_cluster || return
+  ns=$(new_ns evpar)
+  mk_rs "$ns" a 8
+  mk_rs "$ns" b 8
+  rs_events_intents "$ns" 8 a b | apply --no-queue --kube-api-qps 0 -v 6 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  ev=$(events_json "$ns" | jq -c '[.items[] | select(.reason == "SuccessfulCreate")]')
+  assertEquals "one event a pod" 16 "$(echo "$ev" | jq length)"
+  most=$(events_in_flight "$TMP/log" "$ns")
+  [ "$most" -ge 2 ] || fail "event writes in flight at once: $most, with tokens to spare"
+  [ "$most" -le 8 ] || fail "event writes in flight at once: $most, above 8"
+}
+
+test_events_one_at_a_time_when_rate_limited() {
+  need_cluster || return
+  ns=$(new_ns evone)
+  mk_rs "$ns" a 4
+  mk_rs "$ns" b 4
+  # every token taken as it comes: each event waits for its own
+  rs_events_intents "$ns" 4 a b | apply --no-queue --kube-api-qps 8 --kube-api-burst 1 \
+    -v 6 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "one event a pod" 8 "$(events_json "$ns" | jq '[.items[] | select(.reason == "SuccessfulCreate")] | length')"
+  assertEquals "event writes in flight at once" 1 "$(events_in_flight "$TMP/log" "$ns")"
+}
+
 test_dry_run_sends_nothing() {
   need_cluster || return
   ns=$(new_ns dryrun)
