@@ -488,7 +488,7 @@ test_events_go_together_while_tokens_last() {
   ns=$(new_ns evpar)
   mk_rs "$ns" a 8
   mk_rs "$ns" b 8
-  rs_events_intents "$ns" 8 a b | apply --no-queue --kube-api-qps 0 -v 6 2>"$TMP/log"
+  rs_events_intents "$ns" 8 a b | apply --kube-api-qps 0 -v 6 2>"$TMP/log"
   assertEquals "exit status" 0 $?
   ev=$(events_json "$ns" | jq -c '[.items[] | select(.reason == "SuccessfulCreate")]')
   assertEquals "one event a pod" 16 "$(echo "$ev" | jq length)"
@@ -503,7 +503,7 @@ test_events_one_at_a_time_when_rate_limited() {
   mk_rs "$ns" a 4
   mk_rs "$ns" b 4
   # every token taken as it comes: each event waits for its own
-  rs_events_intents "$ns" 4 a b | apply --no-queue --kube-api-qps 8 --kube-api-burst 1 \
+  rs_events_intents "$ns" 4 a b | apply --kube-api-qps 8 --kube-api-burst 1 \
     -v 6 2>"$TMP/log"
   assertEquals "exit status" 0 $?
   assertEquals "one event a pod" 8 "$(events_json "$ns" | jq '[.items[] | select(.reason == "SuccessfulCreate")] | length')"
