@@ -5,17 +5,17 @@
  * (correlate.c), a PATCH of count/lastTimestamp/message for a repeat and a
  * POST when the repeated event is gone. Best-effort: a failed write is
  * logged, never retried for long, and never fails a key.
- * As the broadcaster's sink does, events are started in the order they were
- * recorded, from a queue of at most 1,000 (past it they are dropped), and
- * one at a time whenever the client's rate limit is what paces requests: a
- * storm of events then takes one request's share of the API server instead
- * of crowding out the pod writes. While the bucket still holds a token,
- * up to EVENTS_IN_FLIGHT go at once, distinct events only: written one at
- * a time, each answer woke rs-apply on its own, which was a third of its
- * CPU in a churn of creates (bench/results/cpu.md section 17), and such
- * tokens would have let the next event go a round trip later anyway. A
- * repeat of an event waiting or in flight merges into it (its latest count
- * goes out once, after the write in flight). */
+ * Events are started in the order they were recorded, from a queue of at
+ * most 1,000 (past it they are dropped). While any other request of
+ * rs-apply is due, they go one at a time, as the broadcaster's sink writes
+ * them: a storm of events then takes one request's share of the API server
+ * and of the rate limit instead of crowding out the pod writes. With only
+ * events left, and while the rate limit's bucket holds a token, up to
+ * EVENTS_IN_FLIGHT distinct events go at once: written one at a time, each
+ * answer of the queue's tail woke rs-apply on its own, a fifth of its CPU
+ * in a churn of creates (bench/results/cpu.md section 17). A repeat of an
+ * event waiting or in flight merges into it (its latest count goes out
+ * once, after the write in flight). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 
 /* upstream maxQueuedEvents: past it events are dropped */
 #define MAX_PENDING 1000
-/* while the rate limit does not pace requests */
+/* with nothing else due and the rate limit not pacing requests */
 #define EVENTS_IN_FLIGHT 8
 
 struct ew {
@@ -85,15 +85,22 @@ ew_free(struct ew *w)
 	free(w);
 }
 
-/* Starts the next writes: one if none is in flight; more while they take
- * tokens no request waits for. */
+/* More than one event in flight: only events are due, and a write sent
+ * now takes a token no request waits for. */
+static int
+ew_spare(void)
+{
+	return inflight < EVENTS_IN_FLIGHT && req_pending() == (size_t)inflight &&
+	    req_token_ready();
+}
+
+/* Starts the next writes: one if none is in flight, more while spare. */
 static void
 ew_next(void)
 {
 	struct ew *w;
 
-	while ((w = head) != NULL && (inflight == 0 ||
-	    (inflight < EVENTS_IN_FLIGHT && req_token_ready()))) {
+	while ((w = head) != NULL && (inflight == 0 || ew_spare())) {
 		head = w->next;
 		if (head == NULL)
 			tail = NULL;

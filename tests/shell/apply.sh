@@ -497,6 +497,37 @@ test_events_go_together_while_tokens_last() {
   [ "$most" -le 8 ] || fail "event writes in flight at once: $most, above 8"
 }
 
+# events_crowding LOG NS: how many event writes of NS went while a write
+# of another kind was in flight and another event too (rs-apply's -v 6 and
+# -v 4 log).
+events_crowding() {
+  awk -v ns="/api/v1/namespaces/$2/" '
+    index($0, ns) == 0 { next }
+    / (POST|PUT|PATCH|DELETE) [^ ]* [{]/ {
+      if ($0 ~ "/events") { ev++; if (others > 0 && ev > 1) bad++ } else others++
+    }
+    / (POST|PUT|PATCH|DELETE|GET) [^ ]*: [0-9]/ {
+      if ($0 ~ "/events") ev--; else others--
+    }
+    END { print bad + 0 }' "$1"
+}
+
+test_events_one_at_a_time_beside_pod_writes() {
+  need_cluster || return
+  ns=$(new_ns evbeside)
+  mk_rs "$ns" a 40
+  mk_rs "$ns" b 40
+  # slow-start batches: events come while the batch's other creates are out
+  rs_events_intents "$ns" 40 a b | apply --kube-api-qps 0 -v 6 2>"$TMP/log"
+  assertEquals "exit status" 0 $?
+  assertEquals "pods" 80 "$(kubectl get pods -n "$ns" -o name | wc -l)"
+  assertEquals "events beside others while pod writes were out" 0 \
+    "$(events_crowding "$TMP/log" "$ns")"
+  most=$(events_in_flight "$TMP/log" "$ns")
+  [ "$most" -ge 2 ] || fail "event writes in flight at once: $most, once only events were left"
+  kubectl delete pods -n "$ns" --all --wait=false >/dev/null
+}
+
 test_events_one_at_a_time_when_rate_limited() {
   need_cluster || return
   ns=$(new_ns evone)
