@@ -218,8 +218,8 @@ rs_code rs_kube_submit_stream(struct rs_kube *k, const char *path,
 typedef int (*rs_kube_gate_fn)(void *arg, const char *method,
     const char *path, char *why, size_t len);
 void rs_kube_set_gate(struct rs_kube *k, rs_kube_gate_fn fn, void *arg);
-/* 1 if a request submitted now would find its token in the bucket, so
- * would wait for none and push no later request back. */
+/* 1 if a request submitted now would find its token in the bucket and
+ * so not wait for one. */
 int rs_kube_token_ready(struct rs_kube *k);
 /* Drives transfers for at most timeout_ms (or until one completes or a
  * stream of rs_kube_submit_stream hands out a line, if sooner), also returning early when extra_fd (>= 0) becomes readable.

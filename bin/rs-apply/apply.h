@@ -220,6 +220,9 @@ int req_is(rs_code rc, const struct rs_kresp *resp, const char *reason);
 /* events.c: the upstream event recorder (record.EventRecorder with the
  * default EventCorrelator). Best-effort, never fails a key. */
 void events_init(void);
+/* Starts more event writes when only events are pending: from the main
+ * loop, once the completions have sent what follows them. */
+void events_poll(void);
 void event_record(const struct owner *o, const char *type, const char *reason,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -7,15 +7,16 @@
  * logged, never retried for long, and never fails a key.
  * Events are started in the order they were recorded, from a queue of at
  * most 1,000 (past it they are dropped). While any other request of
- * rs-apply is due, they go one at a time, as the broadcaster's sink writes
- * them: a storm of events then takes one request's share of the API server
- * and of the rate limit instead of crowding out the pod writes. With only
- * events left, and while the rate limit's bucket holds a token, up to
- * EVENTS_IN_FLIGHT distinct events go at once: written one at a time, each
- * answer of the queue's tail woke rs-apply on its own, a fifth of its CPU
- * in a churn of creates (bench/results/cpu.md section 17). A repeat of an
- * event waiting or in flight merges into it (its latest count goes out
- * once, after the write in flight). */
+ * rs-apply is pending (or waits for its time), they go one at a time, as
+ * the broadcaster's sink writes them: a storm of events then takes one
+ * request's share of the API server and of the rate limit instead of
+ * crowding out the pod writes. With only events left, and while the rate
+ * limit's bucket holds a token, the main loop starts up to
+ * EVENTS_IN_FLIGHT distinct events at once (events_poll): written one at a
+ * time, each answer of the queue's tail woke rs-apply on its own, a fifth
+ * of its CPU in a churn of creates (bench/results/cpu.md section 17). A
+ * repeat of an event waiting or in flight merges into it (its latest
+ * count goes out once, after the write in flight). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,8 +86,30 @@ ew_free(struct ew *w)
 	free(w);
 }
 
-/* More than one event in flight: only events are due, and a write sent
- * now takes a token no request waits for. */
+static void
+ew_start(void)
+{
+	struct ew *w = head;
+
+	head = w->next;
+	if (head == NULL)
+		tail = NULL;
+	w->next = NULL;
+	w->flying = 1;
+	inflight++;
+	ew_send(w);
+}
+
+/* Starts the next write if none is in flight. */
+static void
+ew_next(void)
+{
+	if (inflight == 0 && head != NULL)
+		ew_start();
+}
+
+/* More than one event in flight: nothing but events pending (later
+ * requests included), and a token in the bucket for the write. */
 static int
 ew_spare(void)
 {
@@ -94,21 +117,14 @@ ew_spare(void)
 	    req_token_ready();
 }
 
-/* Starts the next writes: one if none is in flight, more while spare. */
-static void
-ew_next(void)
+/* Not from ew_next: an event is recorded inside the completion of the
+ * write it reports, before that completion sends the key's next writes,
+ * which req_pending does not count yet. */
+void
+events_poll(void)
 {
-	struct ew *w;
-
-	while ((w = head) != NULL && (inflight == 0 || ew_spare())) {
-		head = w->next;
-		if (head == NULL)
-			tail = NULL;
-		w->next = NULL;
-		w->flying = 1;
-		inflight++;
-		ew_send(w);
-	}
+	while (head != NULL && ew_spare())
+		ew_start();
 }
 
 static void

@@ -337,6 +337,7 @@ run(void)
 		}
 		read_input();
 		req_poll();
+		events_poll();
 		flush_output();
 		stats_publish(0);
 		if ((input_done || stopping) && keys_alive() == 0 &&
