@@ -220,9 +220,13 @@ int req_is(rs_code rc, const struct rs_kresp *resp, const char *reason);
 /* events.c: the upstream event recorder (record.EventRecorder with the
  * default EventCorrelator). Best-effort, never fails a key. */
 void events_init(void);
-/* Starts more event writes when only events are pending: from the main
- * loop, once the completions have sent what follows them. */
+/* Starts the next round of event writes if its time has come; from the
+ * main loop. */
 void events_poll(void);
+/* ms, at most ms, until the next round of events may start. */
+int events_wait_ms(int ms);
+/* 1 when no event waits or is in flight. */
+int events_idle(void);
 void event_record(const struct owner *o, const char *type, const char *reason,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -6,17 +6,19 @@
  * POST when the repeated event is gone. Best-effort: a failed write is
  * logged, never retried for long, and never fails a key.
  * Events are started in the order they were recorded, from a queue of at
- * most 1,000 (past it they are dropped). While any other request of
- * rs-apply is pending (or waits for its time), they go one at a time, as
- * the broadcaster's sink writes them: a storm of events then takes one
- * request's share of the API server and of the rate limit instead of
- * crowding out the pod writes. With only events left, and while the rate
- * limit's bucket holds a token, the main loop starts up to
- * EVENTS_IN_FLIGHT distinct events at once (events_poll): written one at a
- * time, each answer of the queue's tail woke rs-apply on its own, a fifth
- * of its CPU in a churn of creates (bench/results/cpu.md section 17). A
- * repeat of an event waiting or in flight merges into it (its latest
- * count goes out once, after the write in flight). */
+ * most 1,000 (past it they are dropped). The broadcaster's sink writes
+ * them one at a time, so that a storm of events takes one request's share
+ * of the API server and of the rate limit beside the pod writes; written
+ * so, each answer woke rs-apply on its own, some 1,000 wake-ups in a churn
+ * of 1,000 creates (bench/results/cpu.md section 17). They go in rounds
+ * instead: a round is the first event in the queue and, while the rate
+ * limit's bucket holds a token, more distinct ones, up to EVENTS_IN_FLIGHT;
+ * the next round starts when all of its writes are answered and
+ * EVENT_ROUND_NS after it began. Up to 8 writes of some 3 ms in 20 ms: on
+ * average about one in flight, as before, and the pace of a serial writer
+ * at a few milliseconds a round trip. A repeat of an event waiting or in
+ * flight merges into it (its latest count goes out once, after the write
+ * in flight). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +32,11 @@
 
 /* upstream maxQueuedEvents: past it events are dropped */
 #define MAX_PENDING 1000
-/* with nothing else due and the rate limit not pacing requests */
+/* A round of event writes: the first in the queue, and more while the
+ * rate limit's bucket holds a token, up to EVENTS_IN_FLIGHT; the next
+ * round when all are answered, EVENT_ROUND_NS after this one began. */
 #define EVENTS_IN_FLIGHT 8
+#define EVENT_ROUND_NS (20 * 1000000LL)
 
 struct ew {
 	struct ew *next;               /* in the queue */
@@ -48,6 +53,7 @@ struct ew {
 static struct rs_strmap writes;   /* name -> ew, queued or in flight */
 static struct ew *head, *tail;     /* waiting to be written */
 static int inflight;
+static int64_t round_at;           /* when the last round began */
 static long long last_ns;
 static unsigned long dropped;
 
@@ -100,31 +106,47 @@ ew_start(void)
 	ew_send(w);
 }
 
-/* Starts the next write if none is in flight. */
-static void
-ew_next(void)
+/* ns until the next round may start; 0: now; -1: no round is waiting */
+static int64_t
+round_in(int64_t now)
 {
-	if (inflight == 0 && head != NULL)
-		ew_start();
+	if (head == NULL || inflight > 0)
+		return -1;
+	return round_at + EVENT_ROUND_NS > now ? round_at + EVENT_ROUND_NS - now
+	    : 0;
 }
 
-/* More than one event in flight: nothing but events pending (later
- * requests included), and a token in the bucket for the write. */
-static int
-ew_spare(void)
-{
-	return inflight < EVENTS_IN_FLIGHT && req_pending() == (size_t)inflight &&
-	    req_token_ready();
-}
-
-/* Not from ew_next: an event is recorded inside the completion of the
- * write it reports, before that completion sends the key's next writes,
- * which req_pending does not count yet. */
+/* From the main loop only: an event is recorded inside the completion of
+ * the write it reports, before that completion sends the key's next
+ * writes. */
 void
 events_poll(void)
 {
-	while (head != NULL && ew_spare())
+	int64_t now = rs_mono_ns();
+
+	if (round_in(now) != 0)
+		return;
+	round_at = now;
+	ew_start();
+	while (head != NULL && inflight < EVENTS_IN_FLIGHT && req_token_ready())
 		ew_start();
+}
+
+int
+events_wait_ms(int ms)
+{
+	int64_t left = round_in(rs_mono_ns());
+
+	if (left < 0)
+		return ms;
+	left = (left + 999999) / 1000000;
+	return left < ms ? (int)left : ms;
+}
+
+int
+events_idle(void)
+{
+	return head == NULL && inflight == 0;
 }
 
 static void
@@ -136,7 +158,6 @@ ew_queue(struct ew *w)
 	else
 		head = w;
 	tail = w;
-	ew_next();
 }
 
 static void
@@ -168,7 +189,6 @@ ew_done(void *arg, rs_code rc, struct rs_kresp *resp)
 		ew_queue(w);    /* its repeat, recorded meanwhile, goes last */
 	else
 		ew_free(w);
-	ew_next();
 }
 
 static void

@@ -341,10 +341,10 @@ run(void)
 		flush_output();
 		stats_publish(0);
 		if ((input_done || stopping) && keys_alive() == 0 &&
-		    req_pending() == 0)
+		    req_pending() == 0 && events_idle())
 			break;
 		want_in = may_read();
-		timeout = req_wait_ms(fx_io(req_in_flight() > 0));
+		timeout = events_wait_ms(req_wait_ms(fx_io(req_in_flight() > 0)));
 		if (req_in_flight() > 0 && app.kube != NULL) {
 			rs_kube_run(app.kube, timeout, want_in ? STDIN_FILENO :
 			    -1);
