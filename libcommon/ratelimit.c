@@ -34,22 +34,20 @@ rs_bucket_reserve(struct rs_bucket *b, int64_t now_ns)
 }
 
 int
-rs_bucket_try(struct rs_bucket *b, int64_t now_ns)
-{
-	if (b->qps <= 0)
-		return 1;
-	bucket_refill(b, now_ns);
-	if (b->tokens < 1)
-		return 0;
-	b->tokens -= 1;
-	return 1;
-}
-
-int
 rs_bucket_ready(struct rs_bucket *b, int64_t now_ns)
 {
 	if (b->qps <= 0)
 		return 1;
 	bucket_refill(b, now_ns);
 	return b->tokens >= 1;
+}
+
+int
+rs_bucket_try(struct rs_bucket *b, int64_t now_ns)
+{
+	if (!rs_bucket_ready(b, now_ns))
+		return 0;
+	if (b->qps > 0)
+		b->tokens -= 1;
+	return 1;
 }

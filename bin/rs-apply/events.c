@@ -106,14 +106,18 @@ ew_start(void)
 	ew_send(w);
 }
 
-/* ns until the next round may start; 0: now; -1: no round is waiting */
+/* A round waits: events queued, none in flight. */
+static int
+round_waits(void)
+{
+	return head != NULL && inflight == 0;
+}
+
+/* ns until the next round may start (0 or less: now) */
 static int64_t
 round_in(int64_t now)
 {
-	if (head == NULL || inflight > 0)
-		return -1;
-	return round_at + EVENT_ROUND_NS > now ? round_at + EVENT_ROUND_NS - now
-	    : 0;
+	return round_at + EVENT_ROUND_NS - now;
 }
 
 /* From the main loop only: an event is recorded inside the completion of
@@ -122,9 +126,9 @@ round_in(int64_t now)
 void
 events_poll(void)
 {
-	int64_t now = rs_mono_ns();
+	int64_t now;
 
-	if (round_in(now) != 0)
+	if (!round_waits() || round_in(now = rs_mono_ns()) > 0)
 		return;
 	round_at = now;
 	ew_start();
@@ -135,10 +139,13 @@ events_poll(void)
 int
 events_wait_ms(int ms)
 {
-	int64_t left = round_in(rs_mono_ns());
+	int64_t left;
 
-	if (left < 0)
+	if (!round_waits())
 		return ms;
+	left = round_in(rs_mono_ns());
+	if (left <= 0)
+		return 0;
 	left = (left + 999999) / 1000000;
 	return left < ms ? (int)left : ms;
 }
